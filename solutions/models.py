@@ -1,0 +1,261 @@
+"""Model shapes from their published config.json, and what follows from them.
+
+Parameter counts, weight bytes and KV bytes per token are *derived* from the shapes, never
+typed in, so a test can pin them against the published figures (see tests/test_kit.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solutions.hardware import DTYPE_BYTES
+
+
+@dataclass(frozen=True)
+class MambaMixer:
+    """A Mamba-2 mixer's shapes (per layer). State per request = conv state + SSM state."""
+
+    n_heads: int
+    head_dim: int
+    d_state: int
+    n_groups: int
+    d_conv: int
+
+    @property
+    def d_inner(self) -> int:
+        return self.n_heads * self.head_dim
+
+    @property
+    def conv_channels(self) -> int:
+        """Channels the causal conv1d runs over: x, B and C (Mamba-2 convolves all three)."""
+        return self.d_inner + 2 * self.n_groups * self.d_state
+
+    def params(self, hidden: int) -> int:
+        in_proj = hidden * (2 * self.d_inner + 2 * self.n_groups * self.d_state + self.n_heads)
+        conv = self.conv_channels * self.d_conv + self.conv_channels  # weights + bias
+        per_head = 3 * self.n_heads  # A_log, D, dt_bias
+        gated_norm = self.d_inner
+        out_proj = self.d_inner * hidden
+        return in_proj + conv + per_head + gated_norm + out_proj
+
+    def state_bytes(self, conv_dtype: str = "bf16", ssm_dtype: str = "bf16") -> float:
+        """Bytes one request holds in this layer: conv window (d_conv - 1 steps) + SSM state."""
+        conv = self.conv_channels * (self.d_conv - 1) * DTYPE_BYTES[conv_dtype]
+        ssm = self.n_heads * self.head_dim * self.d_state * DTYPE_BYTES[ssm_dtype]
+        return conv + ssm
+
+
+@dataclass(frozen=True)
+class Model:
+    """A decoder-only model. `attention_layers`, `mlp_layers` and `mamba_layers` count blocks:
+    a plain transformer has one attention and one MLP block per layer; a hybrid mixes them."""
+
+    name: str
+    hf_id: str
+    num_layers: int
+    hidden_size: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    tie_word_embeddings: bool
+    source: str
+    qkv_bias: bool = False
+    num_experts: int = 1
+    experts_per_token: int = 1
+    attention_layers: int | None = None  # default: num_layers
+    mlp_layers: int | None = None  # default: num_layers
+    mamba_layers: int = 0
+    mamba: MambaMixer | None = None
+    gated_mlp: bool = True  # SwiGLU (gate, up, down) vs a plain up/down MLP
+
+    @property
+    def n_attention(self) -> int:
+        return self.num_layers if self.attention_layers is None else self.attention_layers
+
+    @property
+    def n_mlp(self) -> int:
+        return self.num_layers if self.mlp_layers is None else self.mlp_layers
+
+    # ---- parameters ---------------------------------------------------------------------
+    @property
+    def attention_params_per_layer(self) -> int:
+        q = self.num_heads * self.head_dim
+        kv = self.num_kv_heads * self.head_dim
+        weights = self.hidden_size * (q + 2 * kv) + q * self.hidden_size
+        bias = (q + 2 * kv) if self.qkv_bias else 0
+        return weights + bias + self.hidden_size  # + its RMSNorm
+
+    def mlp_params_per_layer(self, experts: float | None = None) -> float:
+        """One MLP block; `experts` may be fractional (an expected count of experts read)."""
+        experts = self.num_experts if experts is None else experts
+        matrices = 3 if self.gated_mlp else 2
+        per_expert = matrices * self.hidden_size * self.intermediate_size
+        router = self.hidden_size * self.num_experts if self.num_experts > 1 else 0
+        return experts * per_expert + router + self.hidden_size  # + its RMSNorm
+
+    @property
+    def mamba_params_per_layer(self) -> int:
+        return 0 if self.mamba is None else self.mamba.params(self.hidden_size) + self.hidden_size
+
+    @property
+    def embedding_params(self) -> int:
+        return self.vocab_size * self.hidden_size
+
+    def _params(self, experts: int) -> int:
+        body = (
+            self.n_attention * self.attention_params_per_layer
+            + self.n_mlp * self.mlp_params_per_layer(experts)
+            + self.mamba_layers * self.mamba_params_per_layer
+        )
+        heads = self.embedding_params * (1 if self.tie_word_embeddings else 2)
+        return body + heads + self.hidden_size  # + final norm
+
+    @property
+    def params(self) -> int:
+        """Total parameters, as a checkpoint stores them."""
+        return self._params(self.num_experts)
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token passes through (MoE: only its top-k experts)."""
+        return self._params(self.experts_per_token)
+
+    @property
+    def matmul_params_per_token(self) -> int:
+        """Active parameters that do a multiply-add per token: everything but the embedding
+        lookup (a gather). The LM head is included; it runs only on positions that sample."""
+        untied_embedding = 0 if self.tie_word_embeddings else self.embedding_params
+        return self.active_params - untied_embedding
+
+    def weight_bytes(self, dtype: str = "bf16") -> float:
+        return self.params * DTYPE_BYTES[dtype]
+
+    # ---- state per token / per request --------------------------------------------------
+    def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
+        """K and V, every attention layer, every KV head: 2 * layers * kv_heads * head_dim * bytes."""
+        return 2 * self.n_attention * self.num_kv_heads * self.head_dim * DTYPE_BYTES[dtype]
+
+    def recurrent_state_bytes(self, conv_dtype: str = "bf16", ssm_dtype: str = "bf16") -> float:
+        """Fixed-size state one live request holds across all Mamba layers (0 for a transformer)."""
+        if self.mamba is None:
+            return 0.0
+        return self.mamba_layers * self.mamba.state_bytes(conv_dtype, ssm_dtype)
+
+
+LLAMA_3_1_8B = Model(
+    name="Llama 3.1 8B",
+    hf_id="meta-llama/Llama-3.1-8B-Instruct",
+    num_layers=32,
+    hidden_size=4096,
+    num_heads=32,
+    num_kv_heads=8,
+    head_dim=128,
+    intermediate_size=14336,
+    vocab_size=128256,
+    tie_word_embeddings=False,
+    source="huggingface.co/meta-llama/Llama-3.1-8B-Instruct/blob/main/config.json; model card: 8.03B parameters",
+)
+
+LLAMA_3_3_70B = Model(
+    name="Llama 3.3 70B",
+    hf_id="meta-llama/Llama-3.3-70B-Instruct",
+    num_layers=80,
+    hidden_size=8192,
+    num_heads=64,
+    num_kv_heads=8,
+    head_dim=128,
+    intermediate_size=28672,
+    vocab_size=128256,
+    tie_word_embeddings=False,
+    source="huggingface.co/meta-llama/Llama-3.3-70B-Instruct/blob/main/config.json; model card: 70.6B parameters",
+)
+
+LLAMA_3_1_405B = Model(
+    name="Llama 3.1 405B",
+    hf_id="meta-llama/Llama-3.1-405B-Instruct",
+    num_layers=126,
+    hidden_size=16384,
+    num_heads=128,
+    num_kv_heads=8,
+    head_dim=128,
+    intermediate_size=53248,
+    vocab_size=128256,
+    tie_word_embeddings=False,
+    source="huggingface.co/meta-llama/Llama-3.1-405B-Instruct/blob/main/config.json; "
+    "Llama 3 paper (arXiv:2407.21783) Table 3: 126 layers, model dim 16,384, 405B parameters",
+)
+
+MIXTRAL_8X7B = Model(
+    name="Mixtral 8x7B",
+    hf_id="mistralai/Mixtral-8x7B-Instruct-v0.1",
+    num_layers=32,
+    hidden_size=4096,
+    num_heads=32,
+    num_kv_heads=8,
+    head_dim=128,
+    intermediate_size=14336,
+    vocab_size=32000,
+    tie_word_embeddings=False,
+    num_experts=8,
+    experts_per_token=2,
+    source="huggingface.co/mistralai/Mixtral-8x7B-Instruct-v0.1/blob/main/config.json; "
+    "Mixtral paper (arXiv:2401.04088): 47B total, 13B active parameters",
+)
+
+QWEN2_5_7B = Model(
+    name="Qwen2.5 7B",
+    hf_id="Qwen/Qwen2.5-7B-Instruct",
+    num_layers=28,
+    hidden_size=3584,
+    num_heads=28,
+    num_kv_heads=4,
+    head_dim=128,
+    intermediate_size=18944,
+    vocab_size=152064,
+    tie_word_embeddings=False,
+    qkv_bias=True,
+    source="huggingface.co/Qwen/Qwen2.5-7B-Instruct/blob/main/config.json; model card: 7.61B parameters",
+)
+
+QWEN2_5_72B = Model(
+    name="Qwen2.5 72B",
+    hf_id="Qwen/Qwen2.5-72B-Instruct",
+    num_layers=80,
+    hidden_size=8192,
+    num_heads=64,
+    num_kv_heads=8,
+    head_dim=128,
+    intermediate_size=29568,
+    vocab_size=152064,
+    tie_word_embeddings=False,
+    qkv_bias=True,
+    source="huggingface.co/Qwen/Qwen2.5-72B-Instruct/blob/main/config.json; model card: 72.7B parameters",
+)
+
+MODELS = {m.name: m for m in (LLAMA_3_1_8B, LLAMA_3_3_70B, LLAMA_3_1_405B, MIXTRAL_8X7B, QWEN2_5_7B, QWEN2_5_72B)}
+
+NEMOTRON_H_8B = Model(
+    name="Nemotron-H 8B",
+    hf_id="nvidia/Nemotron-H-8B-Base-8K",
+    num_layers=52,  # hybrid_override_pattern: 24 Mamba-2 (M), 4 attention (*), 24 MLP (-) blocks
+    hidden_size=4096,
+    num_heads=32,
+    num_kv_heads=8,
+    head_dim=128,
+    intermediate_size=21504,
+    vocab_size=131072,
+    tie_word_embeddings=False,
+    attention_layers=4,
+    mlp_layers=24,
+    mamba_layers=24,
+    mamba=MambaMixer(n_heads=128, head_dim=64, d_state=128, n_groups=8, d_conv=4),
+    gated_mlp=False,  # squared-ReLU MLP: up and down only
+    source="huggingface.co/nvidia/Nemotron-H-8B-Base-8K/blob/main/config.json (hybrid_override_pattern "
+    "'M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-'); state shapes as vLLM computes them in "
+    "vllm-project/vllm@2afe1e8573cf51b73569ae1d35f59078a2032a91:vllm/model_executor/layers/mamba/mamba_utils.py "
+    "(conv state (d_conv-1, d_inner + 2*n_groups*d_state), SSM state (heads, head_dim, d_state))",
+)
+
+MODELS[NEMOTRON_H_8B.name] = NEMOTRON_H_8B
