@@ -1,0 +1,81 @@
+"""The bank as a whole: every prompt has its notebook, ids are unique, fields are valid,
+and a broken page fails with a message naming the file and the field."""
+
+from pathlib import Path
+
+import pytest
+
+from solutions.bank import BankError, load_bank
+
+ROOT = Path(__file__).resolve().parents[1]
+
+GOOD = """---
+id: q01
+title: A question
+topic: roofline-capacity
+tags: [mbu]
+difficulty: medium
+---
+Body.
+"""
+
+
+def test_the_committed_bank_is_valid():
+    questions = load_bank(ROOT)
+    assert questions, "the bank has no questions"
+    assert len({q.id for q in questions}) == len(questions)
+    for q in questions:
+        assert q.notebook_path.exists()
+
+
+def _bank(tmp_path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+def _error(tmp_path, files) -> str:
+    with pytest.raises(BankError) as err:
+        load_bank(_bank(tmp_path, files))
+    return str(err.value)
+
+
+NB = "notebooks/roofline-capacity/q01-a-question.ipynb"
+MD = "questions/roofline-capacity/q01-a-question.md"
+
+
+def test_a_good_question_loads(tmp_path):
+    (q,) = load_bank(_bank(tmp_path, {MD: GOOD, NB: "{}"}))
+    assert (q.id, q.topic, q.tags, q.grader) == ("q01", "roofline-capacity", ("mbu",), None)
+
+
+@pytest.mark.parametrize("broken,expected", [
+    (GOOD.replace("difficulty: medium\n", ""), "field 'difficulty' is missing"),
+    (GOOD.replace("difficulty: medium", "difficulty: brutal"), "field 'difficulty' must be one of easy"),
+    (GOOD.replace("id: q01", "id: 1"), "field 'id' must be a string of the form qNN"),
+    (GOOD.replace("id: q01", "id: q02"), "field 'id' is 'q02' but the file name says q01"),
+    (GOOD.replace("tags: [mbu]", "tags: []"), "field 'tags' must be a non-empty list"),
+    (GOOD.replace("topic: roofline-capacity", "topic: decoding"), "field 'topic' is 'decoding' but the file lives"),
+    (GOOD.replace("---\nid", "---\ngrader: nope\nid"), "field 'grader' must be one of block-allocator"),
+    (GOOD.replace("title: A question", "title: [unclosed"), "front matter is not valid YAML (line"),
+    (GOOD.replace("---\nBody", "Body"), "front matter is not closed"),
+    ("Just a body\n", "no front matter"),
+    (GOOD.replace("---\nid", "---\nauthor: me\nid"), "unknown field(s) author"),
+])
+def test_a_broken_page_names_its_file_and_field(tmp_path, broken, expected):
+    message = _error(tmp_path, {MD: broken, NB: "{}"})
+    assert MD in message and expected in message, message
+
+
+def test_orphans_and_duplicates_are_reported_together(tmp_path):
+    files = {MD: GOOD, NB: "{}",
+             "questions/coding/q01-twin.md": GOOD.replace("roofline-capacity", "coding"),
+             "notebooks/coding/q01-twin.ipynb": "{}",
+             "notebooks/coding/q09-lonely.ipynb": "{}",
+             "questions/coding/q02-no-answer.md": GOOD.replace("q01", "q02").replace("roofline-capacity", "coding")}
+    message = _error(tmp_path, files)
+    assert "field 'id' 'q01' is also used by" in message
+    assert "notebooks/coding/q09-lonely.ipynb: notebook has no prompt" in message
+    assert "questions/coding/q02-no-answer.md: no answer notebook" in message
