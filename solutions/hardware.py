@@ -84,6 +84,18 @@ H100_SXM = GPU(
     "TFLOPS, FP8 1978.9 dense); NVIDIA H100 datasheet: 80GB HBM3 at 3.35 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s",
 )
 
+H100_PCIE = GPU(
+    name="H100 PCIe",
+    bf16_dense_tflops=756.0,
+    fp8_dense_tflops=1513.0,
+    hbm_capacity_gb=80.0,
+    hbm_bandwidth_gb_s=2000.0,
+    nvlink_bidir_gb_s=600.0,  # NVLink bridge between pairs of cards
+    pcie_bidir_gb_s=128.0,  # PCIe Gen5 x16
+    source="NVIDIA H100 Tensor Core GPU datasheet, H100 PCIe column: BF16 1,513 / FP8 3,026 TFLOPS with sparsity "
+    "(dense is half), 80GB HBM2e at 2 TB/s, NVLink bridge 600 GB/s, PCIe Gen5 128 GB/s",
+)
+
 H200_SXM = GPU(
     name="H200 SXM",
     bf16_dense_tflops=989.4,
@@ -121,4 +133,4 @@ L40S = GPU(
     "48GB GDDR6 at 864 GB/s, PCIe Gen4 x16 64 GB/s, no NVLink",
 )
 
-GPUS = {g.name: g for g in (A100_80GB_SXM, H100_SXM, H200_SXM, B200, L40S)}
+GPUS = {g.name: g for g in (A100_80GB_SXM, H100_SXM, H100_PCIE, H200_SXM, B200, L40S)}
