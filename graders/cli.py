@@ -1,0 +1,90 @@
+"""grader list | show EX | init EX [PATH] | check EX FILE [--json PATH] [--seed N] [--examples N]
+
+Exit status of `check`: 0 pass, 1 fail, 2 the file cannot be loaded or lacks the interface.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from graders import registry, report, runner
+
+
+def _exercise(name: str):
+    try:
+        return registry.get(name)
+    except KeyError as exc:
+        raise SystemExit(f"grader: {exc.args[0]}") from None
+
+
+def cmd_list(args) -> int:
+    for ex in registry.all_exercises().values():
+        print(f"{ex.name:<20} {ex.question:<5} {ex.title}")
+    return 0
+
+
+def cmd_show(args) -> int:
+    ex = _exercise(args.exercise)
+    print(f"{ex.question}: {ex.title}\n\n{ex.spec}\nInterface:\n{ex.interface()}\n\nProperties:")
+    for p in ex.properties:
+        print(f"  {p.name}: {p.summary}")
+    return 0
+
+
+def cmd_init(args) -> int:
+    ex = _exercise(args.exercise)
+    path = Path(args.path or f"{ex.name.replace('-', '_')}.py")
+    if path.exists():
+        print(f"grader: {path} exists; not overwriting it", file=sys.stderr)
+        return 2
+    shutil.copyfile(ex.starter, path)
+    print(f"wrote {path}; grade it with: grader check {ex.name} {path}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    ex = _exercise(args.exercise)
+    try:
+        source = Path(args.file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"grader: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    if args.examples is not None and args.examples < 1:
+        print("grader: --examples must be at least 1", file=sys.stderr)
+        return 2
+    verdict = runner.grade(ex, source, args.file, seed=args.seed, examples=args.examples)
+    print(report.text(verdict), end="")
+    if args.json:
+        report.write_json(verdict, args.json)
+    return verdict.exit_status
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="grader", description="Grade an exercise submission "
+                                     "with property tests, in a sandbox.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list exercises").set_defaults(fn=cmd_list)
+    p = sub.add_parser("show", help="print an exercise's task and interface")
+    p.add_argument("exercise")
+    p.set_defaults(fn=cmd_show)
+    p = sub.add_parser("init", help="write a starter file")
+    p.add_argument("exercise")
+    p.add_argument("path", nargs="?")
+    p.set_defaults(fn=cmd_init)
+    p = sub.add_parser("check", help="grade a file")
+    p.add_argument("exercise")
+    p.add_argument("file")
+    p.add_argument("--json", metavar="PATH", help="write a results.json (Exercism v3 shape)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--examples", type=int, default=None,
+                   help="hypothesis examples per property (default: the exercise's)")
+    p.set_defaults(fn=cmd_check)
+    args = parser.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One package per exercise; each defines EXERCISE (see graders.exercise)."""

@@ -1,0 +1,35 @@
+"""Render a failing transcript as a short script the candidate can run next to their file."""
+
+from __future__ import annotations
+
+from graders.exercise import Exercise, Transcript
+
+MAX_LINES = 40
+
+
+def repro_script(exercise: Exercise, filename: str, transcript: Transcript, prop: str,
+                 reason: str) -> str:
+    steps = transcript.steps
+    last_action = max((i for i, s in enumerate(steps) if not s.query), default=-1)
+    # read-only queries matter only after the last action (where the check failed)
+    shown = [s for i, s in enumerate(steps) if not s.query or i > last_action]
+    var = exercise.class_name.lower()[:1] or "x"
+    lines = [f"# minimal failing sequence for property {prop!r}",
+             "import runpy",
+             f"{exercise.class_name} = runpy.run_path({filename!r})[{exercise.class_name!r}]",
+             ""]
+    body = []
+    for s in shown:
+        args = ", ".join(repr(a) for a in s.args)
+        if s.method is None:
+            body.append(f"{var} = {exercise.class_name}({args})")
+            continue
+        call = f"{var}.{s.method}({args})"
+        got = "?" if s.reply is None else s.reply.show()
+        body.append(f"{call:<32} # {'' if got.startswith('raised') else '-> '}{got}")
+    if len(body) > MAX_LINES:
+        body = body[:1] + [f"# ... {len(body) - MAX_LINES + 1} calls omitted ..."] + \
+            body[-(MAX_LINES - 2):]
+    lines += body
+    lines.append(f"# property {prop!r} fails here: {reason}")
+    return "\n".join(lines)
