@@ -85,34 +85,46 @@ def linear_params_per_layer(model: Model) -> float:
     return model.attention_params_per_layer + model.mlp_params_per_layer() - 2 * model.hidden_size
 
 
-def gemm_layer_cost(model: Model, tokens: int, tp: int = 1) -> StepCost:
+def gemm_layer_cost(model: Model, tokens: int, tp: int = 1, weight_dtype: str = FP16) -> StepCost:
     """The four linear ops of one layer on one shard: 2 FLOP per weight per token; bytes are
-    the shard's fp16 weights plus each GEMM's input read and output written once."""
+    the shard's weights plus each GEMM's fp16 input read and output written once.
+    `weight_dtype` other than fp16 means weight-only quantisation (math stays fp16: the A100
+    has no FP8 tensor cores); the profiles measure fp16 only, so its efficiency is assumed."""
     _check_positive(tokens=tokens, tp=tp)
+    _check_dtype(weight_dtype=weight_dtype)
     params = linear_params_per_layer(model) / tp
     h, q, kv, ff = _widths(model)
     # inputs h (QKV), q/tp (out proj), h (gate/up), ff/tp (down); outputs (q+2kv)/tp, h, 2ff/tp, h
     activations = tokens * DTYPE_BYTES[FP16] * (4 * h + (2 * q + 2 * kv + 3 * ff) / tp)
-    return StepCost(flops=2.0 * tokens * params, weight_bytes=params * DTYPE_BYTES[FP16],
+    return StepCost(flops=2.0 * tokens * params, weight_bytes=params * DTYPE_BYTES[weight_dtype],
                     activation_bytes=activations, tokens=tokens)
 
 
-def attention_decode_cost(model: Model, batch: int, context_len: int, tp: int = 1) -> StepCost:
+def attention_decode_cost(model: Model, batch: int, context_len: float, tp: int = 1,
+                          kv_dtype: str = FP16) -> StepCost:
     """Paged decode attention of one layer on one shard: read every cached K and V once."""
     _check_positive(batch=batch, context_len=context_len, tp=tp)
-    one_layer = model.kv_bytes_per_token(FP16) / model.n_attention
+    _check_dtype(kv_dtype=kv_dtype)
+    one_layer = model.kv_bytes_per_token(kv_dtype) / model.n_attention
     flops = batch * attention_flops(model, 1, context_len) / model.n_attention
     return StepCost(flops=flops / tp, kv_read_bytes=batch * context_len * one_layer / tp, tokens=batch)
 
 
-def attention_prefill_cost(model: Model, tokens: int, sequences: int = 1, tp: int = 1) -> StepCost:
-    """Causal self-attention of one layer over fresh prompts: quadratic FLOPs; reads Q, K, V
-    and writes the output once (FlashAttention never materialises the score matrix)."""
+def attention_prefill_cost(model: Model, tokens: int, sequences: int = 1, tp: int = 1,
+                           cached_tokens: int = 0, kv_dtype: str = FP16) -> StepCost:
+    """Causal self-attention of one layer for `tokens` new prompt tokens per sequence on top of
+    `cached_tokens` already cached (a prefix-cache hit): quadratic FLOPs; reads Q, K, V and the
+    cached K, V once and writes the output (FlashAttention never materialises the scores)."""
     _check_positive(tokens=tokens, sequences=sequences, tp=tp)
+    if cached_tokens < 0:
+        raise ValueError(f"cached_tokens must be >= 0, got {cached_tokens}")
+    _check_dtype(kv_dtype=kv_dtype)
     h, q, kv, ff = _widths(model)
-    flops = sequences * attention_flops(model, tokens, 0) / model.n_attention
+    flops = sequences * attention_flops(model, tokens, cached_tokens) / model.n_attention
     io = sequences * tokens * DTYPE_BYTES[FP16] * (2 * q + 2 * kv)
-    return StepCost(flops=flops / tp, activation_bytes=io / tp, tokens=sequences * tokens)
+    cached = sequences * cached_tokens * model.kv_bytes_per_token(kv_dtype) / model.n_attention
+    return StepCost(flops=flops / tp, activation_bytes=io / tp, kv_read_bytes=cached / tp,
+                    tokens=sequences * tokens)
 
 
 def elementwise_layer_cost(model: Model, tokens: int, tp: int = 1) -> StepCost:
@@ -140,30 +152,35 @@ def kernel_time(cost: StepCost, eff: Efficiency, kernels: int = 1, gpu: GPU = A1
     return step_time(cost, gpu, replace(eff, overhead_s=kernels * eff.overhead_s), FP16)
 
 
-def decode_step_time(model: Model, batch: int, context_len: int, tp: int = 1,
-                     fit: CalibratedEfficiency = A100_FIT, gpu: GPU = A100_80GB_SXM) -> float:
+def decode_step_time(model: Model, batch: int, context_len: float, tp: int = 1,
+                     fit: CalibratedEfficiency = A100_FIT, gpu: GPU = A100_80GB_SXM,
+                     weight_dtype: str = FP16, kv_dtype: str = FP16) -> float:
     """Kernel seconds of one decode step on each of `tp` GPUs: every layer's GEMMs, paged
-    attention and elementwise kernels, then the LM head. No CPU gaps, no all-reduce."""
+    attention and elementwise kernels, then the LM head. No CPU gaps, no all-reduce.
+    `context_len` is the mean cached tokens per sequence (attention time is linear in it)."""
     _check_dense(model)
     _check_positive(batch=batch, context_len=context_len, tp=tp)
     layer = (
-        kernel_time(gemm_layer_cost(model, batch, tp), fit.gemm, GEMMS_PER_LAYER, gpu)
-        + kernel_time(attention_decode_cost(model, batch, context_len, tp), fit.attention, 1, gpu)
+        kernel_time(gemm_layer_cost(model, batch, tp, weight_dtype), fit.gemm, GEMMS_PER_LAYER, gpu)
+        + kernel_time(attention_decode_cost(model, batch, context_len, tp, kv_dtype), fit.attention, 1, gpu)
         + kernel_time(elementwise_layer_cost(model, batch, tp), fit.elementwise, ELEMENTWISE_PER_LAYER, gpu)
     )
     return model.num_layers * layer + kernel_time(lm_head_cost(model, batch, tp), fit.gemm, 1, gpu)
 
 
 def prefill_time(model: Model, tokens: int, sequences: int = 1, tp: int = 1,
-                 fit: CalibratedEfficiency = A100_FIT, gpu: GPU = A100_80GB_SXM) -> float:
-    """Kernel seconds to prefill `sequences` fresh prompts of `tokens` tokens in one step on
-    each of `tp` GPUs (no prefix-cache hit), including each prompt's first sampled logits."""
+                 fit: CalibratedEfficiency = A100_FIT, gpu: GPU = A100_80GB_SXM,
+                 cached_tokens: int = 0, weight_dtype: str = FP16, kv_dtype: str = FP16) -> float:
+    """Kernel seconds to prefill `sequences` prompts of `tokens` new tokens each in one step on
+    each of `tp` GPUs, on top of `cached_tokens` per prompt already in the KV cache (a
+    prefix-cache hit: those tokens cost only attention reads), with each prompt's first logits."""
     _check_dense(model)
     _check_positive(tokens=tokens, sequences=sequences, tp=tp)
     n = tokens * sequences
     layer = (
-        kernel_time(gemm_layer_cost(model, n, tp), fit.gemm, GEMMS_PER_LAYER, gpu)
-        + kernel_time(attention_prefill_cost(model, tokens, sequences, tp), fit.attention, 1, gpu)
+        kernel_time(gemm_layer_cost(model, n, tp, weight_dtype), fit.gemm, GEMMS_PER_LAYER, gpu)
+        + kernel_time(attention_prefill_cost(model, tokens, sequences, tp, cached_tokens, kv_dtype),
+                      fit.attention, 1, gpu)
         + kernel_time(elementwise_layer_cost(model, n, tp), fit.elementwise, ELEMENTWISE_PER_LAYER, gpu)
     )
     return model.num_layers * layer + kernel_time(lm_head_cost(model, sequences, tp), fit.gemm, 1, gpu)
@@ -333,6 +350,12 @@ def _widths(model: Model) -> tuple[int, int, int, int]:
 def _check_dense(model: Model):
     if model.num_experts > 1 or model.mamba_layers or model.n_attention != model.num_layers:
         raise ValueError(f"model {model.name!r}: the calibration covers dense transformer layers only")
+
+
+def _check_dtype(**values):
+    for name, value in values.items():
+        if value not in DTYPE_BYTES:
+            raise ValueError(f"{name} must be one of {sorted(DTYPE_BYTES)}, got {value!r}")
 
 
 def _check_positive(**values):

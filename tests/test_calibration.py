@@ -104,3 +104,34 @@ def test_for_model_gives_a_plain_efficiency_close_to_the_kernel_sum():
 def test_bad_input_names_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_a_prefix_cache_hit_skips_the_cached_tokens_matmuls():
+    full = cal.prefill_time(LLAMA_3_1_8B, 2000)
+    hit = cal.prefill_time(LLAMA_3_1_8B, 1700, cached_tokens=300)
+    assert cal.prefill_time(LLAMA_3_1_8B, 1700) < hit < full
+    assert hit / full == pytest.approx(1700 / 2000, abs=0.03)  # matmuls scale with new tokens
+
+
+def test_weight_only_fp8_helps_decode_not_long_prefill_on_a100():
+    """A100 has no FP8 tensor cores: halving weight bytes only helps memory-bound steps."""
+    decode = cal.decode_step_time(LLAMA_3_1_8B, 1, 1000, weight_dtype="fp8")
+    assert decode / cal.decode_step_time(LLAMA_3_1_8B, 1, 1000) < 0.65  # LM head, floors, KV stay
+    assert cal.prefill_time(LLAMA_3_1_8B, 4096, weight_dtype="fp8") == pytest.approx(
+        cal.prefill_time(LLAMA_3_1_8B, 4096), rel=0.01)
+
+
+def test_fp8_kv_halves_the_attention_bytes():
+    bf16 = cal.attention_decode_cost(LLAMA_3_1_8B, 64, 2000)
+    fp8 = cal.attention_decode_cost(LLAMA_3_1_8B, 64, 2000, kv_dtype="fp8")
+    assert fp8.kv_read_bytes == bf16.kv_read_bytes / 2
+
+
+@pytest.mark.parametrize("call,name", [
+    (lambda: cal.decode_step_time(LLAMA_3_1_8B, 8, 100, weight_dtype="fp6"), "weight_dtype"),
+    (lambda: cal.decode_step_time(LLAMA_3_1_8B, 8, 100, kv_dtype="e4m3"), "kv_dtype"),
+    (lambda: cal.prefill_time(LLAMA_3_1_8B, 100, cached_tokens=-1), "cached_tokens"),
+])
+def test_bad_dtype_or_cache_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
