@@ -33,10 +33,10 @@ TORCH_TOTAL_MEMORY_SOURCE = (
 # vllm/config/cache.py, CacheConfig.gpu_memory_utilization = Field(default=0.9, ...).
 VLLM_GPU_MEMORY_UTILIZATION = 0.9
 
-# Round fractions of peak that measured A100 kernels reach (Vidur's profiles, copied in
-# solutions/fidelity_a100.py): Llama-3-8B linear layers run at 0.70-0.74 of peak FLOP/s from
-# 512 tokens up and stream weights at 0.75-0.78 of peak bandwidth at small batch; paged decode
-# attention reads KV at 0.78-0.87 of peak at large batch. Assumed to carry over to Hopper.
+# Round fractions of peak that measured A100 kernels reach (Vidur's profiles): the kit's fit,
+# `solutions.calibration.A100_FIT`, puts GEMMs at 0.71 of peak FLOP/s and 0.78 of peak bandwidth
+# and decode attention at 0.83 of peak bandwidth. Assumed to carry over to Hopper. Kernel floors
+# (the fit's overhead_s) are left out: they are a separate, named assumption where a notebook uses them.
 DECODE_EFFICIENCY = Efficiency(compute=0.70, memory=0.80)
 
 

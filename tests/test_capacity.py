@@ -113,3 +113,9 @@ def test_fixed_point_reports_no_convergence_above_capacity():
 def test_fixed_point_rejects_bad_input_by_name():
     with pytest.raises(ValueError, match="arrival_rate"):
         resident_batch(lambda n: 1e-3, 0, 100)
+
+
+def test_decode_efficiency_stays_close_to_the_a100_calibration():
+    from solutions.calibration import A100_FIT
+    assert DECODE_EFFICIENCY.compute == pytest.approx(A100_FIT.gemm.compute, abs=0.03)
+    assert A100_FIT.gemm.memory <= DECODE_EFFICIENCY.memory <= A100_FIT.attention.memory
