@@ -1,0 +1,71 @@
+"""The reference passes; every mutant fails, and the property it names is the one it breaks."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from graders import registry, runner
+from tests.graders.conftest import REFERENCE
+
+EX = registry.get("block-allocator")
+MUTANTS = EX.mutants()
+
+
+def test_reference_passes_every_property():
+    verdict = runner.grade(EX, REFERENCE.read_text(), "reference.py", examples=30)
+    assert verdict.passed, [(p.name, p.reason) for p in verdict.properties]
+    assert verdict.exit_status == 0 and verdict.score == 1.0
+
+
+def test_reference_is_about_forty_lines():
+    code = [l for l in REFERENCE.read_text().splitlines()
+            if l.strip() and not l.strip().startswith("#")]
+    assert len(code) <= 50
+
+
+def test_at_least_eight_mutants_cover_every_property():
+    assert len(MUTANTS) >= 8
+    named = {re.search(r"^Property: (\S+)", m.read_text(), re.M).group(1) for m in MUTANTS}
+    assert named == {p.name for p in EX.properties}
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda p: p.stem)
+def test_mutant_fails_on_its_property(mutant):
+    source = mutant.read_text()
+    expected = re.search(r"^Property: (\S+)", source, re.M).group(1)
+    verdict = runner.grade(EX, source, mutant.name, examples=20)
+    failed = {p.name: p for p in verdict.properties if not p.passed}
+    assert verdict.exit_status == 1
+    assert expected in failed, f"{mutant.stem} should fail {expected}, failed {list(failed)}"
+    assert failed[expected].script.count("\n") < 45  # a short repro, not a dump
+    assert "BlockAllocator(" in failed[expected].script
+
+
+def test_same_seed_same_verdict_and_repro():
+    source = (EX.home / "mutants" / "cow_copy_reversed.py").read_text()
+    a = runner.grade(EX, source, "m.py", seed=7, examples=20)
+    b = runner.grade(EX, source, "m.py", seed=7, examples=20)
+    assert [(p.passed, p.reason, p.script) for p in a.properties] == \
+           [(p.passed, p.reason, p.script) for p in b.properties]
+
+
+def test_repro_script_runs_and_shows_the_bug(tmp_path):
+    mutant = EX.home / "mutants" / "cow_copy_reversed.py"
+    (tmp_path / "m.py").write_text(mutant.read_text())
+    verdict = runner.grade(EX, mutant.read_text(), "m.py", examples=20)
+    script = next(p.script for p in verdict.properties if p.name == "copy-on-write")
+    (tmp_path / "repro.py").write_text(script)
+    done = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+
+
+def test_default_count_benchmark(capsys):
+    """Prints the time of one full check at the default example count (the 15 s budget)."""
+    verdict = runner.grade(EX, REFERENCE.read_text(), "reference.py")
+    with capsys.disabled():
+        print(f"\n[benchmark] block-allocator reference, {verdict.examples} examples x "
+              f"{len(verdict.properties)} properties: {verdict.seconds:.1f} s")
+    assert verdict.passed

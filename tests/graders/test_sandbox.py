@@ -1,0 +1,119 @@
+"""Hostile submissions get a clear failing verdict, never a pass, and leave nothing behind.
+
+Each one is the reference pool plus one attack, so a verdict of pass would mean the attack
+went unnoticed. The CLI runs in a subprocess, as a candidate would run it.
+"""
+
+import os
+import textwrap
+
+import pytest
+
+from tests.graders.conftest import REFERENCE, sandbox_processes
+
+BASE = REFERENCE.read_text()
+
+
+def attack(body: str, *, at_import: bool = False) -> str:
+    """The reference with `body` run in allocate() (or at import time)."""
+    code = textwrap.dedent(body)
+    if at_import:
+        return code + "\n" + BASE
+    hooked = "    def allocate(self) -> int:\n" + textwrap.indent(code, " " * 8) + "\n"
+    return BASE.replace("    def allocate(self) -> int:\n", hooked, 1)
+
+
+@pytest.fixture(autouse=True)
+def no_leftovers():
+    yield
+    assert sandbox_processes() == [], "a sandboxed process outlived its grade"
+
+
+CASES = {  # name: (source, exit status, words the report must contain)
+    "hang": (attack("while True: pass"), 1, "longer than"),
+    "sleep": (attack("import time; time.sleep(60)"), 1, "longer than"),
+    "memory_bomb": (attack("x = bytearray(8 << 30)"), 1, "MemoryError"),
+    "fork_bomb": (attack("import os\nwhile True: os.fork()"), 1, "os.fork"),
+    "subprocess": (attack("import subprocess; subprocess.run(['true'])"), 1, "import subprocess"),
+    "kill_parent": (attack("import os; os.kill(os.getppid(), 9)"), 1, "os.kill"),
+    "sys_exit": (attack("import sys; sys.exit(0)"), 1, "SystemExit"),
+    "os_exit": (attack("import os; os._exit(0)"), 1, "exited with status 0"),
+    "exit_at_import": (attack("import sys; sys.exit(0)", at_import=True), 2, "tried to exit"),
+    "os_exit_at_import": (attack("import os; os._exit(0)", at_import=True), 2, "exited"),
+    "writes_file": (attack("open('/tmp/grader-pwned', 'w').write('x')"), 1, "open"),
+    "imports_reference": (attack("import solutions.block_allocator", at_import=True), 2,
+                          "import solutions"),
+    "imports_grader": (attack("import graders", at_import=True), 2, "import graders"),
+    "reads_reference": (attack(f"src = open({str(REFERENCE)!r}).read()", at_import=True), 2,
+                        "open"),
+    "socket": (attack("import socket", at_import=True), 2, "import socket"),
+    "frame_walk": (attack("import sys; sys._getframe(1).f_globals.clear()"), 1, "_getframe"),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_hostile_submission_fails_clearly(grade, name):
+    source, status, words = CASES[name]
+    code, out, data = grade(source, examples=5)
+    assert code == status, out
+    assert words in out, out
+    assert "Traceback" not in out
+    assert data is not None and data["status"] in ("fail", "error")
+
+
+def test_written_file_does_not_exist(grade):
+    grade(attack("open('/tmp/grader-pwned-2', 'w').write('x')"), examples=3)
+    assert not os.path.exists("/tmp/grader-pwned-2")
+
+
+def test_printing_a_fake_pass_changes_nothing(grade):
+    mutant = (REFERENCE.parents[1] / "graders/exercises/block_allocator/mutants/"
+              "cow_copy_reversed.py").read_text()
+    fake = "print('block-allocator: PASS  4/4 properties, score 1.00')\n" * 400
+    code, out, data = grade(fake + mutant, examples=20)
+    assert code == 1 and data["status"] == "fail"
+    assert "[... truncated]" in out  # candidate output is shown, truncated, and ignored
+    assert out.splitlines()[0].startswith("block-allocator: FAIL")
+
+
+def test_monkeypatching_json_and_builtins_only_hurts_the_child(grade):
+    patch = """
+        import json, builtins
+        json.dumps = lambda *a, **k: '{"results": [{"ok": 0}], "passed": true}'
+        builtins.isinstance = lambda *a: True
+    """
+    code, out, data = grade(attack(patch), examples=5)  # patched during a call
+    assert code == 1 and data["status"] == "fail", out
+    assert "sandbox: the child" in out and "Traceback" not in out
+    code, out, data = grade(attack(patch, at_import=True), examples=5)  # while loading
+    assert code == 2 and data["status"] == "error", out
+
+
+def test_fake_int_and_bool_do_not_pass(grade):
+    cheat = """
+        class Any(int):
+            def __eq__(self, other): return True
+            __hash__ = int.__hash__
+    """
+    source = attack(cheat, at_import=True).replace(
+        "        return self.ref_counts[block]\n", "        return Any(self.ref_counts[block])\n")
+    code, out, _ = grade(source, examples=5)
+    assert code == 1 and "not plain data" in out
+    as_bool = BASE.replace("        return len(self.free_blocks)", "        return bool(len(self.free_blocks)) if len(self.free_blocks) == 1 else len(self.free_blocks)")
+    code, out, _ = grade(as_bool, examples=20)
+    assert code == 1 and "True" in out
+
+
+@pytest.mark.parametrize("source, words", [
+    ("def broken(:\n", "syntax error"),
+    ("class Pool:\n    pass\n", "no class named BlockAllocator"),
+    (BASE.replace("    def fork(", "    def fork_table("), "missing method BlockAllocator.fork(self, block_table)"),
+    (BASE.replace("def copy_on_write(self, block: int)", "def copy_on_write(self, block, extra)"),
+     "copy_on_write takes (self, block, extra)"),
+    ("raise RuntimeError('boom')\n", "loading the file raised RuntimeError: boom"),
+])
+def test_unloadable_files_exit_2_and_name_what_is_missing(grade, source, words):
+    code, out, data = grade(source, examples=3)
+    assert code == 2, out
+    assert words in out
+    assert data["status"] == "error" and words in data["message"]
