@@ -1,0 +1,177 @@
+"""What a run produced, per request and per step, and the latency metrics users feel.
+
+    TTFT   first token time - arrival (queueing + prefill, including any recompute)
+    TPOT   (finish - first token) / (output tokens - 1): the mean gap a request's user sees
+    ITL    every gap between consecutive tokens of a request (its tail is what stutters)
+    E2E    finish - arrival
+    goodput  requests per second that met every SLO (DistServe's definition, arXiv:2401.09670)
+
+Percentiles use numpy's default (linear interpolation).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SLO:
+    """Latency targets a request must meet to count towards goodput (None: no target)."""
+
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    e2e_s: float | None = None
+
+    def __post_init__(self):
+        for name in ("ttft_s", "tpot_s", "e2e_s"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and value > 0):
+                raise ValueError(f"{name} must be a positive number of seconds or None, got {value!r}")
+
+
+@dataclass
+class Result:
+    """Per request: arrival_s, admitted_s, first_token_s, finish_s, preemptions, and every token's
+    time (`token_times(rid)`). Per step (`steps`): start_s, end_s, decode_tokens, decode_context
+    (their cached tokens in total), prefill_tokens, seqs, kv_blocks_used, waiting, running."""
+
+    name: str
+    arrival_s: np.ndarray
+    admitted_s: np.ndarray
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    preemptions: np.ndarray
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    tenant: np.ndarray
+    token_s: np.ndarray  # all tokens' times, request by request
+    token_offset: np.ndarray  # request i's tokens are token_s[token_offset[i]:token_offset[i + 1]]
+    steps: dict
+    kv_blocks: int
+    area: float  # integral of the number in system over the run, from the engine's counters
+
+    @classmethod
+    def from_run(cls, workload, replica, sched, steps, area) -> "Result":
+        steps = {k: np.asarray(v) for k, v in steps.items()}
+        start, end = steps["start_s"], steps["end_s"]
+        out = workload.output_tokens
+        seg = np.array(sched.segments, dtype=np.int64).reshape(-1, 3)
+        seg = seg[np.lexsort((seg[:, 1], seg[:, 0]))]
+        rid, first, count = seg.T
+        if not np.array_equal(np.bincount(rid, weights=count, minlength=len(out)).astype(np.int64), out):
+            raise RuntimeError("token accounting broke: sampled tokens differ from output_tokens")
+        within = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+        token_steps = np.repeat(first, count) + within
+        return cls(
+            name=replica.name,
+            arrival_s=workload.arrival_s,
+            admitted_s=start[np.array(sched.admitted_step)],
+            first_token_s=end[np.array(sched.first_token_step)],
+            finish_s=end[np.array(sched.finish_step)],
+            preemptions=np.array(sched.preemptions),
+            prompt_tokens=workload.prompt_tokens,
+            output_tokens=out,
+            tenant=workload.tenant,
+            token_s=end[token_steps],
+            token_offset=np.concatenate([[0], np.cumsum(out)]),
+            steps=steps,
+            kv_blocks=replica.kv_pool.num_blocks,
+            area=area,
+        )
+
+    def __len__(self) -> int:
+        return self.arrival_s.size
+
+    # ---- per request -------------------------------------------------------------------
+    def token_times(self, rid: int) -> np.ndarray:
+        return self.token_s[self.token_offset[rid]:self.token_offset[rid + 1]]
+
+    @property
+    def ttft(self) -> np.ndarray:
+        return self.first_token_s - self.arrival_s
+
+    @property
+    def e2e(self) -> np.ndarray:
+        return self.finish_s - self.arrival_s
+
+    @property
+    def queue_wait(self) -> np.ndarray:
+        """Arrival to the start of the first step that ran any of its tokens."""
+        return self.admitted_s - self.arrival_s
+
+    @property
+    def tpot(self) -> np.ndarray:
+        """Per request; NaN for one-token outputs (no gap to average)."""
+        gaps = self.output_tokens - 1
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(gaps > 0, (self.finish_s - self.first_token_s) / np.maximum(gaps, 1), np.nan)
+
+    @property
+    def itl(self) -> np.ndarray:
+        """Every inter-token gap of every request (flattened)."""
+        gaps = np.diff(self.token_s)
+        last = self.token_offset[1:-1] - 1  # gap from one request's last token to the next request's first
+        keep = np.ones(gaps.size, bool)
+        keep[last] = False
+        return gaps[keep]
+
+    # ---- the run ----------------------------------------------------------------------
+    @property
+    def span_s(self) -> float:
+        """First arrival to last finish."""
+        return float(self.finish_s.max() - self.arrival_s.min())
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        return float(self.output_tokens.sum() / self.span_s)
+
+    def goodput(self, slo: SLO) -> float:
+        """Requests per second that met every target in `slo`."""
+        return float(self.meets(slo).sum() / self.span_s)
+
+    def meets(self, slo: SLO) -> np.ndarray:
+        ok = np.ones(len(self), bool)
+        if slo.ttft_s is not None:
+            ok &= self.ttft <= slo.ttft_s
+        if slo.tpot_s is not None:
+            ok &= ~(self.tpot > slo.tpot_s)  # one-token outputs have no TPOT to miss
+        if slo.e2e_s is not None:
+            ok &= self.e2e <= slo.e2e_s
+        return ok
+
+    def queue_length(self) -> tuple[np.ndarray, np.ndarray]:
+        """Waiting requests after each step's scheduling decision, against that step's start."""
+        return self.steps["start_s"], self.steps["waiting"]
+
+    def littles_law(self) -> dict:
+        """L (time-average number in system, integrated from the engine's own counters) against
+        lambda x W (from request timestamps), over a run that starts and ends empty."""
+        span = self.span_s
+        mean_in_system = self.area / span
+        arrival_rate = len(self) / span
+        mean_time = float(self.e2e.mean())
+        return dict(L=mean_in_system, lam=arrival_rate, W=mean_time,
+                    rel_error=abs(mean_in_system - arrival_rate * mean_time) / (arrival_rate * mean_time))
+
+    def summary(self, slo: SLO | None = None) -> dict:
+        """The headline numbers of a run (seconds, tokens per second)."""
+
+        def pct(x):
+            x = x[~np.isnan(x)]
+            if x.size == 0:
+                return dict(mean=math.nan, p50=math.nan, p90=math.nan, p99=math.nan)
+            p50, p90, p99 = np.percentile(x, [50, 90, 99])
+            return dict(mean=float(x.mean()), p50=float(p50), p90=float(p90), p99=float(p99))
+
+        out = dict(requests=len(self), steps=int(self.steps["end_s"].size), span_s=self.span_s,
+                   output_tokens_per_s=self.output_tokens_per_s,
+                   ttft=pct(self.ttft), tpot=pct(self.tpot), itl=pct(self.itl), e2e=pct(self.e2e),
+                   preempted_requests=int((self.preemptions > 0).sum()),
+                   peak_kv_fraction=float(self.steps["kv_blocks_used"].max() / self.kv_blocks))
+        if slo is not None:
+            out["goodput_req_per_s"] = self.goodput(slo)
+            out["slo_attainment"] = float(self.meets(slo).mean())
+        return out

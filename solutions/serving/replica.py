@@ -1,0 +1,136 @@
+"""One replica, step by step: arrivals join the queue, the scheduler plans a step, the roofline
+prices it, the clock advances, tokens are sampled.
+
+    replica = Replica.of(LLAMA_3_1_8B, H100_SXM)
+    result = simulate(workload, replica)
+    result.summary(slo)
+
+Time is continuous and exact: a step starts when the previous one ends (or, if the replica is
+idle, at the next arrival); an arrival that lands mid-step is seen by the next step's scheduler.
+Nothing here is random: the workload carries the randomness, so a run is a function of its seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from solutions.hardware import GPU
+from solutions.models import Model
+from solutions.roofline import IDEAL, Efficiency
+from solutions.serving.kv_pool import KVPool
+from solutions.serving.metrics import Result
+from solutions.serving.scheduler import FCFSScheduler, SchedulerConfig
+from solutions.serving.step_time import RooflineStepTime, ServiceTime
+from solutions.serving.workload import Workload
+
+
+@dataclass(frozen=True)
+class Replica:
+    """A serving replica: how long a step takes, how the scheduler is configured, how much KV fits."""
+
+    step_time: object  # a callable: StepPlan -> seconds (RooflineStepTime, ServiceTime)
+    scheduler: SchedulerConfig
+    kv_pool: KVPool
+    name: str = ""
+
+    @classmethod
+    def of(cls, model: Model, gpu: GPU, eff: Efficiency = IDEAL, *, max_num_batched_tokens: int = 8192,
+           max_num_seqs: int = 1024, chunked_prefill: bool = True, gpu_memory_utilization: float = 0.9,
+           non_kv_bytes: float = 0.0, block_size: int = 16, kv_blocks: int | None = None, tp: int = 1,
+           weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> "Replica":
+        """A replica named by its hardware and model; the KV pool follows from the memory left
+        after the weights unless `kv_blocks` fixes it."""
+        step_time = RooflineStepTime(model, gpu, eff, weight_dtype=weight_dtype, kv_dtype=kv_dtype, tp=tp,
+                                     dtype="fp8" if weight_dtype == "fp8" else "bf16")
+        pool = (KVPool(kv_blocks, block_size) if kv_blocks is not None else
+                KVPool.for_replica(model, gpu, gpu_memory_utilization=gpu_memory_utilization, tp=tp,
+                                   non_kv_bytes=non_kv_bytes, block_size=block_size, weight_dtype=weight_dtype,
+                                   kv_dtype=kv_dtype))
+        config = SchedulerConfig(max_num_batched_tokens, max_num_seqs, chunked_prefill)
+        return cls(step_time, config, pool, name=f"{model.name} on {tp}x {gpu.name}")
+
+    @classmethod
+    def single_server(cls) -> "Replica":
+        """A FCFS single-server queue: one job at a time, each lasting its own service time.
+        Use with `Workload.single_server` to check the simulator against queueing closed forms."""
+        return cls(None, SchedulerConfig(1, 1), KVPool(1, 1), name="single server")
+
+
+def _validate(workload: Workload, replica: Replica, scheduler: FCFSScheduler):
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")
+    pool, cfg = replica.kv_pool, replica.scheduler
+    peak = -(-(workload.prompt_tokens + workload.output_tokens - 1) // pool.block_size) - np.array(
+        scheduler.hit_blocks, dtype=np.int64)
+    worst = int(np.argmax(peak))
+    if peak[worst] > pool.num_blocks:
+        raise ValueError(
+            f"request {worst} cannot fit in the KV pool: prompt_tokens ({workload.prompt_tokens[worst]}) + "
+            f"output_tokens ({workload.output_tokens[worst]}) need {peak[worst]} blocks of {pool.block_size} tokens, "
+            f"kv_pool.num_blocks is {pool.num_blocks}")
+    if not cfg.chunked_prefill:
+        longest = int(np.argmax(workload.prompt_tokens + workload.output_tokens))
+        need = workload.prompt_tokens[longest] + workload.output_tokens[longest] - 1
+        if need > cfg.max_num_batched_tokens:
+            raise ValueError(
+                f"without chunked prefill a request must fit in one step: request {longest} may need {need} tokens "
+                f"(after a preemption), max_num_batched_tokens is {cfg.max_num_batched_tokens}")
+    if replica.step_time is None and workload.service_s is None:
+        raise ValueError("a single-server replica needs a workload with service_s (Workload.single_server)")
+
+
+def simulate(workload: Workload, replica: Replica) -> Result:
+    """Run every request of `workload` to completion on `replica`; return what happened."""
+    if not isinstance(replica, Replica):
+        raise TypeError(f"replica must be a Replica, got {type(replica).__name__}")
+    sched = FCFSScheduler(replica.scheduler, replica.kv_pool, workload.prompt_tokens, workload.output_tokens,
+                          workload.prefix_hit_tokens)
+    _validate(workload, replica, sched)
+    timer = replica.step_time or ServiceTime(workload.service_s.tolist())
+    arrivals = workload.arrival_s.tolist()
+    n = len(arrivals)
+    pool_blocks = replica.kv_pool.num_blocks
+
+    start, end, decodes, context, prefill, seqs, kv_used, waiting, running = ([] for _ in range(9))
+    t = arrivals[0]
+    i = 0  # next arrival to ingest
+    in_system = 0
+    area = 0.0  # integral of the number in system over time, from the engine's own counters
+    step = 0
+    stalled = 0
+    while i < n or sched.has_work():
+        if not sched.has_work() and arrivals[i] > t:
+            t = arrivals[i]  # idle: jump to the next arrival
+        while i < n and arrivals[i] <= t:
+            area += t - arrivals[i]
+            in_system += 1
+            sched.add(i)
+            i += 1
+        plan = sched.schedule(step)
+        if not plan:  # a step that only preempted: vLLM runs no forward pass, it schedules again
+            stalled += 1
+            if stalled > 2:
+                raise RuntimeError("the scheduler made no progress; this is a bug in the simulator")
+            continue
+        stalled = 0
+        dt = timer(plan)
+        area += in_system * dt
+        start.append(t)
+        t += dt
+        end.append(t)
+        decodes.append(plan.decodes)
+        context.append(plan.decode_context)
+        prefill.append(plan.prefill_tokens)
+        seqs.append(plan.seqs)
+        kv_used.append(pool_blocks - sched.free)
+        waiting.append(len(sched.waiting))
+        running.append(len(sched.running))
+        in_system -= len(sched.update(plan, step))
+        step += 1
+    if in_system != 0:
+        raise RuntimeError(f"{in_system} requests unaccounted for at the end of the run")
+    steps = dict(start_s=start, end_s=end, decode_tokens=decodes, decode_context=context, prefill_tokens=prefill,
+                 seqs=seqs, kv_blocks_used=kv_used, waiting=waiting, running=running)
+    return Result.from_run(workload, replica, sched, steps, area)
