@@ -1,0 +1,85 @@
+"""Offline (batch) inference priced in GPU-seconds per item: prefill and decode, separately.
+
+With no latency target the engine runs the biggest batch memory allows, so an item's cost is
+its prefill at the compute roofline plus its share of decode steps at that batch. Times are the
+calibrated kernel times of `solutions.calibration` (A100-fitted; on another GPU the same
+fractions of peak are an assumption). Not included: CPU gaps, sampling and tensor-parallel
+all-reduce (q03); callers add them as a stated overhead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solutions import calibration as cal
+from solutions.capacity import VLLM_GPU_MEMORY_UTILIZATION, kv_pool_bytes, sequences_that_fit, total_memory_bytes
+from solutions.hardware import A100_80GB_SXM, GPU
+from solutions.models import Model
+from solutions.units import GiB
+
+NON_KV_BYTES_PER_GPU = 2 * GiB  # activations, CUDA graphs, NCCL: assumed, as in solutions.capacity
+
+
+@dataclass(frozen=True)
+class OfflinePass:
+    """One pass over a dataset: every item is `shared_prefix` + `unique` prompt tokens in,
+    `output` tokens out. `prefix_cached`: the shared prefix hits the prefix cache (computed once)."""
+
+    model: Model
+    shared_prefix: int
+    unique: int
+    output: int
+    gpu: GPU = A100_80GB_SXM
+    tp: int = 1
+    prefix_cached: bool = False
+    weight_dtype: str = "fp16"
+    kv_dtype: str = "fp16"
+    gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION
+    max_num_seqs: int = 256  # vLLM's default on A100 (arg_utils get_batch_defaults)
+    max_num_batched_tokens: int = 8192  # vLLM's offline default on A100
+
+    def __post_init__(self):
+        for name in ("unique", "output", "tp", "max_num_seqs", "max_num_batched_tokens"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.shared_prefix < 0:
+            raise ValueError(f"shared_prefix must be >= 0, got {self.shared_prefix}")
+
+    @property
+    def prompt(self) -> int:
+        return self.shared_prefix + self.unique
+
+    @property
+    def mean_context(self) -> float:
+        """A running sequence holds, on average, its prompt plus half its output."""
+        return self.prompt + self.output / 2
+
+    def kv_pool_bytes(self) -> float:
+        """KV pool summed over the `tp` GPUs (each holds 1/tp of every KV head group)."""
+        return kv_pool_bytes(self.model, self.tp * total_memory_bytes(self.gpu), self.gpu_memory_utilization,
+                             non_kv_bytes=self.tp * NON_KV_BYTES_PER_GPU, weight_dtype=self.weight_dtype)
+
+    def batch(self) -> int:
+        """Running sequences: what the pool holds at the mean context, capped by max_num_seqs."""
+        fits = sequences_that_fit(self.kv_pool_bytes(), self.model, self.mean_context, self.kv_dtype)
+        if fits < 1:
+            raise ValueError(f"not one sequence of {self.mean_context:.0f} tokens fits in the KV pool")
+        return min(self.max_num_seqs, fits)
+
+    def prefill_gpu_s(self) -> float:
+        """GPU-seconds of prefill per item (all `tp` GPUs), prompts packed per step."""
+        new = self.unique if self.prefix_cached else self.prompt
+        per_step = max(1, self.max_num_batched_tokens // new)
+        t = cal.prefill_time(self.model, new, per_step, self.tp, gpu=self.gpu, cached_tokens=self.prompt - new,
+                             weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype)
+        return self.tp * t / per_step
+
+    def decode_gpu_s(self) -> float:
+        """GPU-seconds of decode per item: `output` steps, each shared by the running batch."""
+        b = self.batch()
+        step = cal.decode_step_time(self.model, b, self.mean_context, self.tp, gpu=self.gpu,
+                                    weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype)
+        return self.tp * self.output * step / b
+
+    def gpu_s(self) -> float:
+        return self.prefill_gpu_s() + self.decode_gpu_s()

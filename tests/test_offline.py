@@ -1,0 +1,40 @@
+"""Offline pricing: the numbers q12 and q35 rest on."""
+
+import pytest
+
+from solutions import calibration as cal
+from solutions.models import LLAMA_3_1_8B, LLAMA_3_3_70B
+from solutions.offline import OfflinePass
+
+
+def test_summarisation_pass_is_three_quarters_prefill():
+    p = OfflinePass(LLAMA_3_1_8B, shared_prefix=300, unique=1700, output=200)
+    assert p.batch() == 195  # KV-bound, under max_num_seqs 256
+    assert p.prefill_gpu_s() / p.gpu_s() == pytest.approx(0.741, abs=0.005)
+
+
+def test_tp_prices_every_gpu_and_pools_their_memory():
+    p = OfflinePass(LLAMA_3_3_70B, shared_prefix=500, unique=1100, output=100, tp=4)
+    assert p.kv_pool_bytes() > 4 * 30e9
+    one_gpu_prefill = cal.prefill_time(LLAMA_3_3_70B, 1600, 5, 4) / 5
+    assert p.prefill_gpu_s() == pytest.approx(4 * one_gpu_prefill)
+
+
+def test_a_prefix_hit_cuts_prefill_only():
+    cold = OfflinePass(LLAMA_3_1_8B, 500, 1100, 100)
+    warm = OfflinePass(LLAMA_3_1_8B, 500, 1100, 100, prefix_cached=True)
+    assert warm.prefill_gpu_s() < 0.8 * cold.prefill_gpu_s()
+    assert warm.decode_gpu_s() == cold.decode_gpu_s()
+
+
+def test_a_model_that_does_not_fit_says_so():
+    with pytest.raises(ValueError, match="no room for KV"):
+        OfflinePass(LLAMA_3_3_70B, 0, 1000, 100, tp=1).batch()
+
+
+@pytest.mark.parametrize("kwargs,name", [({"unique": 0}, "unique"), ({"output": -1}, "output"),
+                                         ({"tp": 0}, "tp"), ({"shared_prefix": -5}, "shared_prefix")])
+def test_bad_input_names_the_parameter(kwargs, name):
+    args = {"model": LLAMA_3_1_8B, "shared_prefix": 100, "unique": 100, "output": 10} | kwargs
+    with pytest.raises(ValueError, match=name):
+        OfflinePass(**args)
