@@ -72,6 +72,18 @@ A100_80GB_SXM = GPU(
     "BF16 312 TFLOPS dense (624 with sparsity), 80GB HBM2e at 2,039 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s",
 )
 
+A100_80GB_PCIE = GPU(
+    name="A100 80GB PCIe",
+    bf16_dense_tflops=312.0,
+    fp8_dense_tflops=None,
+    hbm_capacity_gb=80.0,
+    hbm_bandwidth_gb_s=1935.0,
+    nvlink_bidir_gb_s=600.0,  # NVLink bridge between pairs of cards
+    pcie_bidir_gb_s=64.0,  # PCIe Gen4 x16
+    source="NVIDIA A100 Tensor Core GPU datasheet, A100 80GB PCIe column: BF16 312 TFLOPS dense, "
+    "80GB HBM2e at 1,935 GB/s, NVLink bridge 600 GB/s, PCIe Gen4 64 GB/s",
+)
+
 H100_SXM = GPU(
     name="H100 SXM",
     bf16_dense_tflops=989.4,
@@ -133,4 +145,4 @@ L40S = GPU(
     "48GB GDDR6 at 864 GB/s, PCIe Gen4 x16 64 GB/s, no NVLink",
 )
 
-GPUS = {g.name: g for g in (A100_80GB_SXM, H100_SXM, H100_PCIE, H200_SXM, B200, L40S)}
+GPUS = {g.name: g for g in (A100_80GB_SXM, A100_80GB_PCIE, H100_SXM, H100_PCIE, H200_SXM, B200, L40S)}
