@@ -18,6 +18,7 @@ import html
 import re
 from collections import Counter
 from importlib import resources
+from importlib.metadata import version
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
@@ -30,6 +31,7 @@ from solutions.bank import DIFFICULTIES, TOPICS, BankError, Question, load_bank
 ROOT = Path(__file__).parent
 MATHJAX_DIR = "assets/mathjax"        # where the site serves MathJax from
 NOTEBOOK_CSS_DIR = "assets/notebook"  # stylesheets lifted out of notebook HTML, shared by pages
+CACHE_DIR = ".cache/study-site"       # rendered notebooks (gitignored)
 TOPIC_MAP_MARK = "<!-- topic-map -->"
 BANK_SUMMARY_MARK = "<!-- bank-summary -->"
 
@@ -244,12 +246,25 @@ def _stylesheet_links(styles, page) -> str:
     return "\n".join(links)
 
 
-def _render_answer(q: Question, page) -> str:
-    from mkdocs_jupyter.convert import nb2html  # the plugin's own converter: same look as its pages
+def _notebook_html(path: Path) -> str:
+    """The notebook as HTML, by mkdocs-jupyter's own converter (the look of its pages), cached
+    on disk by content and converter version: `mkdocs serve` rebuilds in a blink."""
+    from mkdocs_jupyter.convert import nb2html
 
-    body = nb2html(str(q.notebook_path), execute=False, theme="light", allow_errors=False,
-                   no_prompt=True, custom_mathjax_url="")
-    body, styles = offline_notebook_html(body, _answer_uri(q))
+    key = hashlib.sha256(path.read_bytes())
+    key.update(" ".join(f"{d}={version(d)}" for d in ("mkdocs-jupyter", "nbconvert")).encode())
+    cached = ROOT / CACHE_DIR / f"{key.hexdigest()[:24]}.html"
+    if cached.is_file():
+        return cached.read_text(encoding="utf-8")
+    body = nb2html(str(path), execute=False, theme="light", allow_errors=False, no_prompt=True,
+                   custom_mathjax_url="")
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_text(body, encoding="utf-8")
+    return body
+
+
+def _render_answer(q: Question, page) -> str:
+    body, styles = offline_notebook_html(_notebook_html(q.notebook_path), _answer_uri(q))
     # The answer stays out of the search index (no spoilers in results). Its headings keep their
     # anchors on an inner span, so the index does not grow an empty section per heading either.
     body = _HEADING_ID.sub(r'<\1\2\4><span id="\3"></span>', body)

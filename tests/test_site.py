@@ -394,6 +394,20 @@ def test_answers_are_readable_in_both_colour_schemes(chromium, server, showcase,
     reader.assert_clean()
 
 
+def test_every_kind_of_page_loads_clean(reader, site, bank):
+    """Home, a topic, and every reference page (the kit, benchmarks, docs notebooks): each is
+    typeset, and nothing is fetched from outside or fails."""
+    pages = ["", f"questions/{bank[0].topic}/"] + sorted(
+        str(p.parent.relative_to(site)) + "/" for p in site.glob("*/index.html")
+        if p.parent.name not in ("questions", "notebooks", "search", "assets"))
+    for path in pages:
+        reader.open(path)
+        reader.typeset()
+        raw = reader.page.evaluate(RAW_TEX, reader.page.locator("article").element_handle())
+        assert raw == [], f"/{path}: raw TeX left: {raw}"
+    reader.assert_clean()
+
+
 def _about(q, term: str) -> bool:
     words = lambda s: re.sub(r"[\s\-]+", " ", s.lower())  # noqa: E731  (search splits on these)
     return words(term) in words(" ".join([q.title, *q.tags, q.body]))

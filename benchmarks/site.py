@@ -1,0 +1,130 @@
+"""How heavy the study site is: build time, a question page, the search index.
+
+    python benchmarks/site.py            # measures, prints, and rewrites docs/site-benchmarks.md
+
+Builds the site with `mkdocs build --strict` a few times in fresh processes, cold (every
+notebook rendered, as in CI) and warm (rendered notebooks cached, as when `mkdocs serve`
+rebuilds), then weighs what a reader downloads: each question page's HTML, the files it
+loads, and the search index every page fetches. Numbers come from this run on this machine;
+nothing is typed by hand.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from solutions.bank import load_bank  # noqa: E402
+
+RUNS = 3
+REPORT = ROOT / "docs" / "site-benchmarks.md"
+
+
+def build(site: Path, cold: bool) -> float:
+    if cold:  # as CI builds: no notebook rendered yet
+        shutil.rmtree(ROOT / ".cache" / "study-site", ignore_errors=True)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir",
+                    str(site)], cwd=ROOT, check=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    return time.perf_counter() - start
+
+
+class _Loads(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.loads: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if a.get("src"):
+            self.loads.append(a["src"])
+        if tag == "link" and a.get("rel") in ("stylesheet", "icon") and a.get("href"):
+            self.loads.append(a["href"])
+
+
+def page_weight(site: Path, page: Path) -> tuple[int, int]:
+    """(HTML bytes, bytes of the HTML plus every local file it loads by src/href)."""
+    html = page.read_text(encoding="utf-8")
+    parser = _Loads()
+    parser.feed(html)
+    files = {(page.parent / u.split("?")[0]).resolve() for u in parser.loads if "//" not in u
+             and not u.startswith("data:")}
+    return len(html.encode()), len(html.encode()) + sum(f.stat().st_size for f in files if f.is_file())
+
+
+def gz(path: Path) -> int:
+    return len(gzip.compress(path.read_bytes(), compresslevel=6))
+
+
+def kb(n: float) -> str:
+    return f"{n / 1000:,.0f} kB"
+
+
+def commit() -> str:
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                         text=True)
+    return out.stdout.strip() or "unknown"
+
+
+def main() -> None:
+    questions = load_bank(ROOT)
+    with tempfile.TemporaryDirectory() as tmp:
+        site = Path(tmp) / "site"
+        cold = [build(site, cold=True) for _ in range(RUNS)]
+        warm = [build(site, cold=False) for _ in range(RUNS)]
+        pages = {q.id: site / "questions" / q.topic / q.slug / "index.html" for q in questions}
+        weights = {qid: page_weight(site, p) for qid, p in pages.items()}
+        heaviest = max(weights, key=lambda qid: weights[qid][0])
+        html_sizes = sorted(w[0] for w in weights.values())
+        index = site / "search" / "search_index.json"
+        index_size, index_gz, heaviest_gz = index.stat().st_size, gz(index), gz(pages[heaviest])
+        notebook_css = sum(p.stat().st_size for p in (site / "assets" / "notebook").glob("*.css"))
+        mathjax = sum(p.stat().st_size for p in (site / "assets" / "mathjax").rglob("*") if p.is_file())
+        all_files = [p for p in site.rglob("*") if p.is_file()]
+        total = sum(p.stat().st_size for p in all_files)
+
+    rows = [
+        (f"build, cold (median of {RUNS})", f"{statistics.median(cold):.2f} s",
+         "`mkdocs build --strict`, every notebook rendered, as in CI; runs: "
+         + ", ".join(f"{s:.2f} s" for s in cold)),
+        (f"build, warm (median of {RUNS})", f"{statistics.median(warm):.2f} s",
+         "rendered notebooks cached in `.cache/study-site/`, as in `mkdocs serve`; runs: "
+         + ", ".join(f"{s:.2f} s" for s in warm)),
+        ("question page HTML, median", kb(statistics.median(html_sizes)),
+         f"{len(html_sizes)} pages, {kb(html_sizes[0])} to {kb(html_sizes[-1])}; plots are inline PNGs"),
+        (f"heaviest question page ({heaviest}), HTML", kb(weights[heaviest][0]),
+         f"with the files it loads: {kb(weights[heaviest][1])} (gzip: {kb(heaviest_gz)} HTML)"),
+        ("search index", kb(index_size), f"gzip: {kb(index_gz)}; prompts only, answers excluded"),
+        ("notebook stylesheets, shared", kb(notebook_css), "served once, not inlined in every page"),
+        ("MathJax, served by the site", kb(mathjax), "tex-chtml-full.js and its woff fonts"),
+        ("whole site", kb(total), f"{len(all_files)} files"),
+    ]
+    table = "\n".join(["| measure | value | detail |", "|---|---:|---|"]
+                      + [f"| {a} | {b} | {c} |" for a, b, c in rows])
+    report = (
+        "# Site benchmarks\n\n"
+        "How heavy this site is, measured by `python benchmarks/site.py`, which rewrites this page. "
+        f"Measured at commit `{commit()}` with {len(questions)} questions, on {os.cpu_count()} CPU "
+        f"cores, Python {platform.python_version()}.\n\n{table}\n\n"
+        "A question page carries its notebook: the HTML holds the plots as inline PNGs, so its "
+        "weight grows with the number of plots, not with the number of questions. The notebook "
+        "stylesheets are lifted out of the pages into shared files the browser caches once; "
+        "MathJax (about 1.3 MB) is the largest single file and is fetched once per visit.\n")
+    REPORT.write_text(report, encoding="utf-8")
+    print(table)
+    print(f"wrote {REPORT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
