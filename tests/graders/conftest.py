@@ -21,28 +21,28 @@ def _status(pid):
         return None
 
 
-def _is_grader(pid):
+def _is_python(pid):
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"graders" in f.read()
+            return b"python" in f.read()
     except OSError:
         return False
 
 
 def sandbox_processes():
-    """Sandbox-uid processes (uid >= 200000) with no live grader above them: leftovers.
+    """Sandbox-uid processes (uid >= 200000) that outlived their grader: leftovers.
 
-    Other tests' sandboxes (pytest -n) still have their grader as an ancestor."""
+    A live sandbox hangs under the Python process that grades it (a CLI, pytest, or a
+    notebook kernel when tests run in parallel); a leftover has been re-parented to init."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         st = _status(pid)
         if not st or st[0] < 200_000:
             continue
-        parent, owned = st[1], False
-        while parent > 1 and not owned:
-            owned = _is_grader(parent)
-            parent = (_status(parent) or (0, 0))[1]
-        if not owned:
+        parent = st[1]
+        while parent > 1 and (_status(parent) or (0, 0))[0] >= 200_000:
+            parent = _status(parent)[1]
+        if parent <= 1 or not _is_python(parent):
             found.append(int(pid))
     return found
 
