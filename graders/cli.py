@@ -17,7 +17,8 @@ def _exercise(name: str):
     try:
         return registry.get(name)
     except KeyError as exc:
-        raise SystemExit(f"grader: {exc.args[0]}") from None
+        print(f"grader: {exc.args[0]}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def cmd_list(args) -> int:
