@@ -130,12 +130,15 @@ def _graded_chip(q: Question) -> str:
 
 
 def _question_table(questions, link) -> str:
-    rows = ["| | Question | Difficulty | Tags |", "|---|---|---|---|"]
+    """A table of questions, left out of the search index: a search for a term should land on
+    the question about it, not on every list that names it."""
+    rows = ['<div class="qb-questions" data-search-exclude markdown>\n',
+            "| | Question | Difficulty | Tags |", "|---|---|---|---|"]
     for q in questions:
         title = q.title.replace("|", r"\|")
         rows.append(f"| {q.id} | [{title}]({link(q)}){_graded_chip(q)} | "
                     f"{_difficulty_badge(q.difficulty)} | {_tag_chips(q.tags)} |")
-    return "\n".join(rows)
+    return "\n".join(rows) + "\n\n</div>"
 
 
 def _counts(questions) -> str:

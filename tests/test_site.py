@@ -275,10 +275,11 @@ class Reader:
         self.page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
         self.page.evaluate("() => MathJax.startup.promise")
 
-    def screenshot(self, name: str):
+    def screenshot(self, name: str, full_page: bool = True):
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        self.page.evaluate("() => window.scrollTo(0, 0)")
-        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        if full_page:
+            self.page.evaluate("() => window.scrollTo(0, 0)")
+        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page)
 
     def assert_clean(self):
         assert not self.outside, f"requests left localhost: {self.outside}"
@@ -428,5 +429,5 @@ def test_search_finds_a_question_by_its_key_terms(reader, bank, term):
     pages = {urlparse(h).path.rstrip("/").rsplit("/", 1)[-1] for h in hrefs}
     assert pages & {q.slug for q in expected}, f"searching {term!r} found {hrefs}"
     if term == KEY_TERMS[0]:
-        reader.screenshot("search")
+        reader.screenshot("search", full_page=False)
     reader.assert_clean()
