@@ -12,10 +12,12 @@ Nothing here is random: the workload carries the randomness, so a run is a funct
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from solutions.capacity import VLLM_GPU_MEMORY_UTILIZATION
 from solutions.hardware import GPU
 from solutions.models import Model
 from solutions.roofline import IDEAL, Efficiency
@@ -24,6 +26,7 @@ from solutions.serving.metrics import Result
 from solutions.serving.scheduler import FCFSScheduler, SchedulerConfig
 from solutions.serving.step_time import RooflineStepTime, ServiceTime
 from solutions.serving.workload import Workload
+from solutions.units import GiB
 
 
 @dataclass(frozen=True)
@@ -37,11 +40,12 @@ class Replica:
 
     @classmethod
     def of(cls, model: Model, gpu: GPU, eff: Efficiency = IDEAL, *, max_num_batched_tokens: int = 8192,
-           max_num_seqs: int = 1024, chunked_prefill: bool = True, gpu_memory_utilization: float = 0.9,
-           non_kv_bytes: float = 0.0, block_size: int = 16, kv_blocks: int | None = None, tp: int = 1,
+           max_num_seqs: int = 1024, chunked_prefill: bool = True,
+           gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION, non_kv_bytes: float = 2 * GiB,
+           block_size: int = 16, kv_blocks: int | None = None, tp: int = 1,
            weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> "Replica":
-        """A replica named by its hardware and model; the KV pool follows from the memory left
-        after the weights unless `kv_blocks` fixes it."""
+        """A replica named by its hardware and model. The KV pool follows from the memory left after
+        the weights and `non_kv_bytes` (the kit's `solutions.capacity` sizing) unless `kv_blocks` fixes it."""
         step_time = RooflineStepTime(model, gpu, eff, weight_dtype=weight_dtype, kv_dtype=kv_dtype, tp=tp,
                                      dtype="fp8" if weight_dtype == "fp8" else "bf16")
         pool = (KVPool(kv_blocks, block_size) if kv_blocks is not None else
@@ -89,6 +93,7 @@ def simulate(workload: Workload, replica: Replica) -> Result:
                           workload.prefix_hit_tokens)
     _validate(workload, replica, sched)
     timer = replica.step_time or ServiceTime(workload.service_s.tolist())
+    decode_run = getattr(timer, "decode_run_seconds", None)  # None: no vectorised decode price
     arrivals = workload.arrival_s.tolist()
     n = len(arrivals)
     pool_blocks = replica.kv_pool.num_blocks
@@ -115,18 +120,44 @@ def simulate(workload: Workload, replica: Replica) -> Result:
                 raise RuntimeError("the scheduler made no progress; this is a bug in the simulator")
             continue
         stalled = 0
-        dt = timer(plan)
-        area += in_system * dt
-        start.append(t)
-        t += dt
-        end.append(t)
-        decodes.append(plan.decodes)
-        context.append(plan.decode_context)
-        prefill.append(plan.prefill_tokens)
-        seqs.append(plan.seqs)
-        kv_used.append(pool_blocks - sched.free)
-        waiting.append(len(sched.waiting))
-        running.append(len(sched.running))
+        k = 1
+        if plan.decodes and not plan.chunks and not plan.preempted and decode_run is not None:
+            k = sched.decode_run_length(step, limit=1 << 40)
+        if k > 1:
+            # A decode-only step that admitted nothing repeats until a decode finishes, the pool
+            # runs out, or (if nobody waits) the next arrival: price the whole run in one go.
+            bound = arrivals[i] if i < n and not sched.waiting else math.inf
+            n_dec, off = plan.decodes, sched.offset_sum
+            ctx = n_dec * np.arange(step, step + k, dtype=np.int64) + off
+            ends = t + np.cumsum(decode_run(n_dec, ctx))
+            k = 1 + int(np.searchsorted(ends[:-1], bound, side="left"))  # steps that start before it
+            t0 = t
+            start.append(t)
+            start.extend(ends[:k - 1].tolist())
+            end.extend(ends[:k].tolist())
+            t = end[-1]
+            context.extend(ctx[:k].tolist())
+            area += in_system * (t - t0)
+            decodes.extend([n_dec] * k)
+            prefill.extend([0] * k)
+            seqs.extend([n_dec] * k)
+            kv_used.extend(sched.run_decodes(step, k))
+            waiting.extend([len(sched.waiting)] * k)
+            running.extend([len(sched.running)] * k)
+            step += k - 1
+        else:
+            dt = timer(plan)
+            area += in_system * dt
+            start.append(t)
+            t += dt
+            end.append(t)
+            decodes.append(plan.decodes)
+            context.append(plan.decode_context)
+            prefill.append(plan.prefill_tokens)
+            seqs.append(plan.seqs)
+            kv_used.append(pool_blocks - sched.free)
+            waiting.append(len(sched.waiting))
+            running.append(len(sched.running))
         in_system -= len(sched.update(plan, step))
         step += 1
     if in_system != 0:

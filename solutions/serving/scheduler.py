@@ -33,6 +33,8 @@ import heapq
 from collections import deque
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from solutions.serving.kv_pool import KVPool
 
 WAITING, PREFILL, DECODE, DONE = 0, 1, 2, 3
@@ -126,6 +128,7 @@ class FCFSScheduler:
         self.offset_sum = 0
         self.by_phase = [0] * bs  # decodes by offset mod block_size: who needs a block at step s
         self.finishing: list = []  # heap of (finish step, rid, epoch)
+        self._needs = None  # the last decode run's cumulative block needs
 
     # ---- queries ----------------------------------------------------------------------
     def has_work(self) -> bool:
@@ -233,6 +236,38 @@ class FCFSScheduler:
             self.by_phase[offset % self.bs] += 1
             heapq.heappush(heap, (step + remaining, rid, self.epoch[rid]))
         return finished
+
+    # ---- decode runs: many identical steps at once ---------------------------------------
+    def decode_run_length(self, step: int, limit: int) -> int:
+        """After `schedule(step)` returned a decode-only plan (no chunk, no preemption, nothing
+        admitted): how many steps, counting this one, repeat it exactly, up to `limit`. Nothing
+        changes until a decode finishes or the pool runs out: the admission test (budget, sequence
+        cap, free blocks) can only get harder while decodes grow. Arrivals to an empty queue are
+        the caller's bound: the caller knows the clock."""
+        heap, epoch = self.finishing, self.epoch
+        while heap[0][2] != epoch[heap[0][1]]:
+            heapq.heappop(heap)  # stale: preempted since it was pushed
+        k = min(limit, heap[0][0] - step + 1)
+        if k > 1:
+            needs = self._needs = self._run_needs(step, k)
+            if needs[-1] > self.free:
+                k = 1 + int(np.searchsorted(needs, self.free, side="right"))
+        return k
+
+    def _run_needs(self, step: int, k: int) -> np.ndarray:
+        """Cumulative new blocks the decodes need over steps step+1 .. step+k-1."""
+        phase = np.array(self.by_phase)
+        return np.cumsum(phase[-(step + np.arange(1, k)) % self.bs])
+
+    def run_decodes(self, step: int, k: int) -> list:
+        """Commit steps step+1 .. step+k-1 of a decode run (their KV blocks); return the blocks
+        in use after each step of the run's allocation, this step included."""
+        used = self.pool.num_blocks - self.free
+        if k == 1:
+            return [used]
+        needs = self._needs[:k - 1]  # from decode_run_length(step, ...), just before
+        self.free -= int(needs[-1])
+        return [used] + (used + needs).tolist()
 
     # ---- internals ---------------------------------------------------------------------
     def _finish(self, rid, step, finished):

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from solutions.hardware import GPU
 from solutions.models import Model
 from solutions.roofline import IDEAL, Efficiency, StepCost, activation_bytes_per_token, weight_bytes_read
@@ -89,6 +91,15 @@ class RooflineStepTime:
 
     def __call__(self, plan) -> float:
         return self.seconds(plan.tokens, plan.seqs, plan.cached, plan.pairs)
+
+    def decode_run_seconds(self, batch: int, cached: np.ndarray) -> np.ndarray:
+        """Seconds of consecutive decode-only steps of `batch` sequences holding `cached` tokens
+        in total at each step (the same formula as `seconds`, over an array)."""
+        ft, fs, fp, kv, act, flops_per_s, bytes_per_s, dense = self._k
+        w = dense if dense is not None else weight_bytes_read(self.model, batch, self.weight_dtype)
+        compute = (ft * batch + fs * batch + fp * (cached + batch)) / flops_per_s
+        memory = (w + kv * (cached + batch) + act * batch) / bytes_per_s
+        return np.maximum(compute, memory) + self.eff.overhead_s
 
     def decode_seconds(self, batch: int, context_len: float) -> float:
         """A pure decode step: `batch` sequences, each `context_len` tokens cached."""
