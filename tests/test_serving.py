@@ -181,6 +181,30 @@ def test_decode_throughput_is_the_kits_curve(batch):
     assert simulated == pytest.approx(kit, rel=1e-3)
 
 
+class _StepByStep:
+    """The same step prices without the vectorised decode-run shortcut: every step scheduled alone."""
+
+    def __init__(self, timer):
+        self.timer = timer
+
+    def __call__(self, plan):
+        return self.timer(plan)
+
+
+@pytest.mark.parametrize("kv_blocks", [None, 900], ids=["roomy pool", "pool that runs out"])
+def test_pricing_decode_runs_at_once_changes_nothing(kv_blocks):
+    """The engine prices runs of identical decode steps together; one step at a time must agree."""
+    fast = Replica.of(LLAMA_3_1_8B, H100_SXM, EFFS[1], kv_blocks=kv_blocks)
+    slow = Replica(_StepByStep(fast.step_time), fast.scheduler, fast.kv_pool)
+    work = _chat(n=600, rate=8.0, seed=9)
+    a, b = simulate(work, fast), simulate(work, slow)
+    assert kv_blocks is None or a.preemptions.sum() > 0
+    assert np.array_equal(a.preemptions, b.preemptions)
+    for key in ("decode_tokens", "prefill_tokens", "kv_blocks_used", "waiting", "running"):
+        assert np.array_equal(a.steps[key], b.steps[key]), key
+    assert np.allclose(a.token_s, b.token_s, rtol=1e-12, atol=0)
+
+
 # ---- the scheduler: vLLM v1's rules ----------------------------------------------------
 
 def test_every_step_respects_budget_sequence_cap_and_pool(busy_run, light_run):

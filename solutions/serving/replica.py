@@ -94,7 +94,8 @@ def simulate(workload: Workload, replica: Replica) -> Result:
     _validate(workload, replica, sched)
     timer = replica.step_time or ServiceTime(workload.service_s.tolist())
     decode_run = getattr(timer, "decode_run_seconds", None)  # None: no vectorised decode price
-    arrivals = workload.arrival_s.tolist()
+    arrival_arr = workload.arrival_s
+    arrivals = arrival_arr.tolist()
     n = len(arrivals)
     pool_blocks = replica.kv_pool.num_blocks
 
@@ -142,7 +143,9 @@ def simulate(workload: Workload, replica: Replica) -> Result:
             prefill.extend([0] * k)
             seqs.extend([n_dec] * k)
             kv_used.extend(sched.run_decodes(step, k))
-            waiting.extend([len(sched.waiting)] * k)
+            # arrivals during the run queue behind a blocked head: count them from their arrival
+            starts = np.asarray(start[-k:])
+            waiting.extend((len(sched.waiting) + np.searchsorted(arrival_arr, starts, side="right") - i).tolist())
             running.extend([len(sched.running)] * k)
             step += k - 1
         else:

@@ -244,6 +244,8 @@ class FCFSScheduler:
         changes until a decode finishes or the pool runs out: the admission test (budget, sequence
         cap, free blocks) can only get harder while decodes grow. Arrivals to an empty queue are
         the caller's bound: the caller knows the clock."""
+        if self.partial is not None or not self.n_decodes:
+            return 1
         heap, epoch = self.finishing, self.epoch
         while heap[0][2] != epoch[heap[0][1]]:
             heapq.heappop(heap)  # stale: preempted since it was pushed

@@ -110,7 +110,7 @@ class RooflineStepTime:
 class ServiceTime:
     """Single-server mode: a step serves one job and lasts that job's own service time."""
 
-    service_s: tuple | list
+    service_s: list  # seconds, indexed by request id
 
     def __call__(self, plan) -> float:
         (rid, _, _), = plan.chunks  # exactly one job per step

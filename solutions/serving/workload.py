@@ -160,7 +160,7 @@ class Workload:
                  *, prefix_hit: Distribution | float = 0.0, seed: int = 0, tenants: int = 1) -> "Workload":
         """Draw `n` requests: arrival gaps, then prompt and output lengths, from one seeded stream.
         `prefix_hit` is a fraction of each prompt already cached (a number) or a distribution of
-        cached tokens; tenants are assigned round-robin-at-random (uniform)."""
+        cached tokens; each request's tenant is drawn uniformly from `tenants`."""
         if not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"n must be a positive integer, got {n!r}")
         if not isinstance(tenants, (int, np.integer)) or tenants < 1:
