@@ -112,11 +112,13 @@ class Result:
     @property
     def itl(self) -> np.ndarray:
         """Every inter-token gap of every request (flattened)."""
+        return self._itl(np.ones(len(self), bool))
+
+    def _itl(self, requests: np.ndarray) -> np.ndarray:
         gaps = np.diff(self.token_s)
-        last = self.token_offset[1:-1] - 1  # gap from one request's last token to the next request's first
-        keep = np.ones(gaps.size, bool)
-        keep[last] = False
-        return gaps[keep]
+        owner = np.repeat(np.arange(len(self)), self.output_tokens)[1:]  # gap j ends at token j + 1
+        same = np.diff(np.repeat(np.arange(len(self)), self.output_tokens)) == 0
+        return gaps[same & requests[owner]]
 
     # ---- the run ----------------------------------------------------------------------
     @property
@@ -156,8 +158,12 @@ class Result:
         return dict(L=mean_in_system, lam=arrival_rate, W=mean_time,
                     rel_error=abs(mean_in_system - arrival_rate * mean_time) / (arrival_rate * mean_time))
 
-    def summary(self, slo: SLO | None = None) -> dict:
-        """The headline numbers of a run (seconds, tokens per second)."""
+    def summary(self, slo: SLO | None = None, requests: np.ndarray | None = None) -> dict:
+        """The headline numbers of a run (seconds, tokens per second), over all requests or over
+        the boolean mask `requests` (one tenant, say). Rates are per second of the whole run."""
+        mask = np.ones(len(self), bool) if requests is None else np.asarray(requests, bool)
+        if mask.shape != (len(self),) or not mask.any():
+            raise ValueError("requests must be a boolean mask with one entry per request, selecting at least one")
 
         def pct(x):
             x = x[~np.isnan(x)]
@@ -166,12 +172,18 @@ class Result:
             p50, p90, p99 = np.percentile(x, [50, 90, 99])
             return dict(mean=float(x.mean()), p50=float(p50), p90=float(p90), p99=float(p99))
 
-        out = dict(requests=len(self), steps=int(self.steps["end_s"].size), span_s=self.span_s,
-                   output_tokens_per_s=self.output_tokens_per_s,
-                   ttft=pct(self.ttft), tpot=pct(self.tpot), itl=pct(self.itl), e2e=pct(self.e2e),
-                   preempted_requests=int((self.preemptions > 0).sum()),
+        out = dict(requests=int(mask.sum()), steps=int(self.steps["end_s"].size), span_s=self.span_s,
+                   output_tokens_per_s=float(self.output_tokens[mask].sum() / self.span_s),
+                   ttft=pct(self.ttft[mask]), tpot=pct(self.tpot[mask]), itl=pct(self._itl(mask)),
+                   e2e=pct(self.e2e[mask]), preempted_requests=int((self.preemptions[mask] > 0).sum()),
                    peak_kv_fraction=float(self.steps["kv_blocks_used"].max() / self.kv_blocks))
         if slo is not None:
-            out["goodput_req_per_s"] = self.goodput(slo)
-            out["slo_attainment"] = float(self.meets(slo).mean())
+            met = self.meets(slo)[mask]
+            out["goodput_req_per_s"] = float(met.sum() / self.span_s)
+            out["slo_attainment"] = float(met.mean())
         return out
+
+    def by_tenant(self, slo: SLO | None = None) -> dict:
+        """`summary` for each tenant."""
+        return {t.item() if hasattr(t, "item") else t: self.summary(slo, self.tenant == t)
+                for t in np.unique(self.tenant)}
