@@ -112,7 +112,7 @@ class FCFSScheduler:
         self.partial = None  # the one request mid-prefill, if any (always the newest running)
         # per request
         self.status = [WAITING] * n
-        self.computed = [0] * n  # for non-decodes; decodes derive it from the step (see `_ctx`)
+        self.computed = [0] * n  # for non-decodes; a decode's context at step s is s + offset
         self.outputs = [0] * n  # tokens sampled so far (for a decode: as of its `joined` step)
         self.held = [0] * n  # private KV blocks (for non-decodes; decodes derive it)
         self.offset = [0] * n  # decode context at step s is s + offset
