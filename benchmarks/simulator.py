@@ -27,7 +27,7 @@ from solutions.serving import (SLO, Exponential, Fixed, Gamma, LogNormal, Poisso
                                simulate)
 
 PROMPT, OUTPUT = LogNormal(mean=1000, cv=1.0), LogNormal(mean=250, cv=1.0)
-RATE = 20.0  # requests/s: about 80% of what this replica sustains on this mix (TTFT stays sub-second)
+RATE = 20.0  # requests/s: loaded but stable (TTFT p99 under a second; at 30 req/s the queue grows without bound)
 
 
 def timed(work, replica):
