@@ -57,7 +57,10 @@ class StepCost:
         return self.flops / self.bytes
 
     def __add__(self, other: "StepCost") -> "StepCost":
-        """Two workloads batched into one step: the weights are read once, not twice."""
+        """Two workloads batched into one step: the weights are read once, not twice.
+
+        Exact for a dense model. For an MoE the combined batch touches more experts than either
+        part, so take the weight bytes from `weight_bytes_read(model, total tokens)` instead."""
         return StepCost(
             flops=self.flops + other.flops,
             weight_bytes=max(self.weight_bytes, other.weight_bytes),
