@@ -79,3 +79,24 @@ def test_orphans_and_duplicates_are_reported_together(tmp_path):
     assert "field 'id' 'q01' is also used by" in message
     assert "notebooks/coding/q09-lonely.ipynb: notebook has no prompt" in message
     assert "questions/coding/q02-no-answer.md: no answer notebook" in message
+
+
+def _notebooks():
+    return sorted(ROOT.glob("notebooks/*/*.ipynb")) + sorted(ROOT.glob("docs/*.ipynb"))
+
+
+@pytest.mark.parametrize("path", _notebooks(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_notebooks_are_committed_executed_and_without_timestamps(path):
+    """The site renders committed outputs, so every code cell must have run; run timestamps
+    would make each re-execution a noisy diff (scripts/execute_notebooks.py drops them)."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    assert code, f"{path.name} has no code"
+    unexecuted = [i for i, c in enumerate(code) if c.execution_count is None]
+    assert not unexecuted, f"{path.name}: code cells {unexecuted} were never executed; run scripts/execute_notebooks.py"
+    stamped = [i for i, c in enumerate(nb.cells) if "execution" in c.metadata]
+    assert not stamped, f"{path.name}: cells {stamped} carry execution timestamps; run scripts/execute_notebooks.py"
+    last = code[-1].source
+    assert "claim.check()" in last, f"{path.name}: the last code cell must state the claims and call claim.check()"
