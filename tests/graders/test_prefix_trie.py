@@ -1,0 +1,115 @@
+"""prefix-trie: the reference passes; every mutant fails on the property it names; the model
+follows SGLang's stamp order; a repro script replays."""
+
+import dataclasses
+import re
+import subprocess
+import sys
+
+import pytest
+from hypothesis import Phase, settings
+
+from graders import registry, runner
+from graders.exercises.prefix_trie.model import TrieModel
+from solutions.prefix_trie import RadixCache
+
+EX = registry.get("prefix-trie")
+REFERENCE = EX.reference
+MUTANTS = EX.mutants()
+
+
+def named_property(mutant) -> str:
+    return re.search(r"^Property: (\S+)", mutant.read_text(), re.M).group(1)
+
+
+def only(name: str):
+    """The exercise graded on one property (each property is its own run anyway)."""
+    return dataclasses.replace(EX, properties=tuple(p for p in EX.properties if p.name == name))
+
+
+def test_reference_passes_every_property():
+    verdict = runner.grade(EX, REFERENCE.read_text(), "reference.py", examples=30)
+    assert verdict.passed, [(p.name, p.reason) for p in verdict.properties]
+    assert verdict.exit_status == 0 and verdict.score == 1.0
+
+
+def test_reference_is_about_a_hundred_lines():
+    code = [l for l in REFERENCE.read_text().splitlines()
+            if l.strip() and not l.strip().startswith("#")]
+    assert len(code) <= 110
+
+
+def test_at_least_eight_mutants_cover_every_property():
+    assert len(MUTANTS) >= 8
+    assert {named_property(m) for m in MUTANTS} == {p.name for p in EX.properties}
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda p: p.stem)
+def test_mutant_fails_on_its_property(mutant, monkeypatch):
+    """Whether a property fails is decided by the first failing example; shrinking it to a
+    short repro is most of a failing grade's time, so this test skips it (the repro tests
+    below keep it)."""
+    full = runner.profile
+    monkeypatch.setattr(runner, "profile", lambda examples, steps: settings(
+        full(examples, steps), phases=(Phase.explicit, Phase.generate)))
+    expected = named_property(mutant)
+    verdict = runner.grade(only(expected), mutant.read_text(), mutant.name, examples=20)
+    assert verdict.exit_status == 1
+    result = verdict.properties[0]
+    assert not result.passed and not result.reason.startswith("not checked"), result.reason
+    assert "RadixCache(" in result.script
+
+
+def test_same_seed_same_verdict_and_repro():
+    source = (EX.home / "mutants" / "evict_newest_first.py").read_text()
+    a = runner.grade(only("lru-order"), source, "m.py", seed=7, examples=20)
+    b = runner.grade(only("lru-order"), source, "m.py", seed=7, examples=20)
+    assert [(p.passed, p.reason, p.script) for p in a.properties] == \
+           [(p.passed, p.reason, p.script) for p in b.properties]
+
+
+def test_repro_script_is_short_and_runs(tmp_path):
+    mutant = EX.home / "mutants" / "match_without_split.py"
+    (tmp_path / "m.py").write_text(mutant.read_text())
+    verdict = runner.grade(only("split"), mutant.read_text(), "m.py", examples=20)
+    script = verdict.properties[0].script
+    assert not verdict.passed and script.count("\n") < 45
+    (tmp_path / "repro.py").write_text(script)
+    done = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+
+
+def test_split_lower_half_is_refreshed_as_in_sglang():
+    """SGLang stamps the node whose edge a match ends inside before splitting it, so the
+    unmatched suffix counts as used; the reference and the grader's model agree on that."""
+    model, cache = TrieModel(), RadixCache()
+    for tokens, slots in (((1, 2, 3), [10, 11, 12]), ((5,), [20])):
+        model.insert(tokens, slots)
+        cache.insert(list(tokens), slots)
+    model.match((1, 2))
+    cache.match_prefix([1, 2])
+    assert model.evict(1)[0] == cache.evict(1) == [20]       # [5] is now the oldest leaf
+    assert model.evict(1)[0] == cache.evict(1) == [12]       # then the suffix [3]
+    assert model.evict(9)[0] == cache.evict(9) == [10, 11]   # its parent became a leaf
+
+
+def test_lock_covers_exactly_the_match():
+    cache = RadixCache()
+    cache.insert([1, 2, 3, 4], [0, 1, 2, 3])
+    slots, node = cache.match_prefix([1, 2, 9])
+    cache.lock(node)
+    assert slots == [0, 1] and cache.protected_size() == 2 and cache.evictable_size() == 2
+    assert cache.evict(10) == [2, 3]            # the unmatched suffix goes; the match stays
+    cache.unlock(node)
+    with pytest.raises(ValueError, match="not locked"):
+        cache.unlock(node)                      # a second unlock would go below zero
+
+
+def test_default_count_benchmark(capsys):
+    """Prints the time of one full check at the default example count (the 15 s budget)."""
+    verdict = runner.grade(EX, REFERENCE.read_text(), "reference.py")
+    with capsys.disabled():
+        print(f"\n[benchmark] prefix-trie reference, {verdict.examples} examples x "
+              f"{len(verdict.properties)} properties: {verdict.seconds:.1f} s")
+    assert verdict.passed
