@@ -88,10 +88,12 @@ and evict -> the same names. An adapter over the real class:
     def evict(n): freed.clear(); tree.evict(n); return list(freed)
 
 What SGLang skips by design: dec_lock_ref does not refuse an unlock below zero. The
-scheduler pairs every inc_lock_ref with one dec_lock_ref, so the engine trusts its caller;
-the bare adapter fails that part of locked-never-freed (one guard in the adapter, `if
-node.lock_ref == 0: raise ValueError`, restores it). It stamps with time.monotonic(); the
-adapter's counter makes its order checkable and equal to the rule above.
+scheduler pairs every inc_lock_ref with one dec_lock_ref, so the engine trusts its caller,
+and the bare adapter fails that one check of locked-never-freed; a guard in the adapter
+(`if node.lock_ref == 0: raise ValueError`) restores it. SGLang stamps with time.monotonic();
+the adapter's counter makes that order exact, and it is the rule above. (Checked outside
+this repository at commit 95769b280eaaf946a45dd3b50f7e864df09ac893, with a list-backed
+stand-in for torch: the guarded adapter passes all seven properties.)
 """
 
 METHODS = (
