@@ -3,7 +3,8 @@
 The other half of vLLM issue 1556 / PR 3347: after a copy on write replaced a wrapped entry,
 the table still names the old block one window back; freeing the whole table drops a
 reference this sequence gave up already, so a block a sibling still reads goes back on the
-free list ("Double free!" in v0). The fix frees only block_table[-block_sliding_window:].
+free list ("Double free!" in v0). PR 3347 names this free as the cause; v0's manager at
+a02da52 frees only block_table[-block_sliding_window:].
 
 Property: no-free-while-referenced
 """
