@@ -288,9 +288,10 @@ class TrieMachine(GradedMachine):
             inside = len(known.end) > len(node.end) and known.end[:len(node.end)] == node.end
             self.check(SPLIT, False,
                        f"{what} matched {prefix} and returned node {handle}, but node {handle} "
-                       f"is the node for {_show(known.end)}" +
-                       (": a match that ends inside an edge must split it, so that its node "
-                        "covers exactly the matched tokens" if inside else
+                       f"already names the node for {_show(known.end)}" +
+                       (": a match that ends inside an edge must split it, the head becoming a "
+                        "new node with a new handle while the old handle goes on naming the "
+                        "tail (which a request may have locked)" if inside else
                         ": one handle cannot name two cached nodes"))
         self.handles[handle] = node.serial
 
