@@ -198,15 +198,8 @@ class TrieMachine(GradedMachine):
         first = tuple(first)
         self.put(first, self.fresh_slots(len(first)), reused=0)
         if running:
-            reply = self.call("match_prefix", list(first))
-            _, node, _ = self.model.match(first)
-            self.check(PLAIN, reply.raised is None and type(reply.value) is list
-                       and len(reply.value) == 2 and type(reply.value[1]) is int,
-                       f"match_prefix({_show(first)}) "
-                       f"{reply.show() if reply.raised else 'returned ' + reply.show()}, "
-                       "expected (list of slot ints, node handle int)")
-            self.bind(reply.value[1], node, f"match_prefix({_show(first)})")
-            self.take_lock(reply.value[1], node)
+            handle, node, _ = self.matched(first)
+            self.take_lock(handle, node)
 
     @rule(data=st.data())
     def insert(self, data):
@@ -228,9 +221,8 @@ class TrieMachine(GradedMachine):
             self.pool.append(s)
             self.fate[s] = f"was the caller's duplicate, freed after {what}"
 
-    @rule(data=st.data(), lock=st.booleans())
-    def match(self, data, lock):
-        tokens = _tokens(data, self.seen)
+    def matched(self, tokens: tuple):
+        """match_prefix(tokens), checked: (handle, model node or None, node split or None)."""
         what = f"match_prefix({_show(tokens)})"
         reply = self.call("match_prefix", list(tokens))
         slots, node, lower = self.model.match(tokens)
@@ -238,14 +230,22 @@ class TrieMachine(GradedMachine):
         shaped = (reply.raised is None and type(value) is list and len(value) == 2
                   and type(value[0]) is list and all(type(s) is int for s in value[0])
                   and type(value[1]) is int)
-        self.check(PLAIN, shaped, f"{what} {reply.show() if reply.raised else 'returned ' + reply.show()}"
-                   ", expected (list of slot ints, node handle int)")
+        self.check(PLAIN, shaped,
+                   f"{what} {reply.show() if reply.raised else 'returned ' + reply.show()}, "
+                   "expected (list of slot ints, node handle int)")
         got, handle = value
-        prefix = node.end if node else ()
         self.check(PLAIN, got == slots,
                    f"{what} returned slots {got}, but the longest cached prefix is "
-                   f"{_show(prefix)} with slots {slots}")
+                   f"{_show(node.end if node else ())} with slots {slots}")
         self.bind(handle, node, what)
+        return handle, node, lower
+
+    @rule(data=st.data(), lock=st.booleans())
+    def match(self, data, lock):
+        tokens = _tokens(data, self.seen)
+        what = f"match_prefix({_show(tokens)})"
+        handle, node, lower = self.matched(tokens)
+        prefix = node.end if node else ()
         if lower is not None:
             edge = _show(lower.end[self.model.parent_len(prefix):])
             lr, ev, pr = self.query([("lock_ref", (handle,)), ("evictable_size", ()),
