@@ -23,7 +23,7 @@ import traceback
 REQ, REP, UID = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 # The interpreter may live where the sandbox uid cannot read (e.g. under /root), so the
 # modules a small data-structure class may want are imported while we are still root.
-PRELOAD = ("abc", "array", "bisect", "collections", "collections.abc", "copy",
+PRELOAD = ("__future__", "abc", "array", "bisect", "collections", "collections.abc", "copy",
            "dataclasses", "enum", "functools", "heapq", "itertools", "math", "operator",
            "random", "re", "statistics", "string", "types", "typing", "weakref")
 VIOLATIONS = []  # reported to the parent with every reply

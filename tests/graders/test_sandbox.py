@@ -117,3 +117,15 @@ def test_unloadable_files_exit_2_and_name_what_is_missing(grade, source, words):
     assert code == 2, out
     assert words in out
     assert data["status"] == "error" and words in data["message"]
+
+
+def test_a_submission_with_future_annotations_loads(tmp_path):
+    """`from __future__ import annotations` is ordinary modern Python; the sandbox must allow it."""
+    from pathlib import Path
+
+    from graders import registry, runner
+
+    exercise = registry.get("block-allocator")
+    source = "from __future__ import annotations\n" + Path(exercise.reference).read_text()
+    verdict = runner.grade(exercise, source, "future.py", examples=5)
+    assert all(p.passed for p in verdict.properties), [p.reason for p in verdict.properties]
