@@ -128,4 +128,5 @@ def test_a_submission_with_future_annotations_loads(tmp_path):
     exercise = registry.get("block-allocator")
     source = "from __future__ import annotations\n" + Path(exercise.reference).read_text()
     verdict = runner.grade(exercise, source, "future.py", examples=5)
-    assert all(p.passed for p in verdict.properties), [p.reason for p in verdict.properties]
+    assert not verdict.load_error, verdict.load_error
+    assert verdict.properties and all(p.passed for p in verdict.properties), [p.reason for p in verdict.properties]
