@@ -1,0 +1,145 @@
+"""Mutant: admits waiting requests before it serves the running ones.
+
+Prefill-first: the order of vLLM v0's `_schedule_default` ("First, it batches as many prefill
+requests as possible. And it schedules decodes.") and of nano-vllm's `schedule`. With a shared
+token budget (chunked prefill) new prompts take the tokens the running decodes needed, which is
+why vLLM's chunked-prefill scheduler serves running requests first (PR #3550, issue #3853).
+
+Property: decodes-first
+"""
+
+from collections import deque
+
+MODES = ("recompute", "swap")
+
+
+class Request:
+    __slots__ = ("id", "prompt_len", "max_tokens", "computed", "outputs", "held")
+
+    def __init__(self, request_id: int, prompt_len: int, max_tokens: int):
+        self.id, self.prompt_len, self.max_tokens = request_id, prompt_len, max_tokens
+        self.computed = 0  # tokens whose KV is cached (prompt first, then outputs)
+        self.outputs = 0  # tokens sampled so far
+        self.held = 0  # KV blocks it holds on the GPU
+
+    @property
+    def need(self) -> int:
+        """Tokens to compute before it samples again: 1 for a decode."""
+        return self.prompt_len + self.outputs - self.computed
+
+
+class Scheduler:
+    def __init__(self, token_budget: int, max_seqs: int, num_blocks: int, block_size: int,
+                 preemption: str = "recompute"):
+        for name, value in (("token_budget", token_budget), ("max_seqs", max_seqs),
+                            ("num_blocks", num_blocks), ("block_size", block_size)):
+            if type(value) is not int or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if token_budget < max_seqs:
+            raise ValueError(f"token_budget ({token_budget}) must be >= max_seqs ({max_seqs})")
+        if preemption not in MODES:
+            raise ValueError(f"preemption must be one of {MODES}, got {preemption!r}")
+        self.token_budget, self.max_seqs = token_budget, max_seqs
+        self.block_size, self.num_blocks, self.free = block_size, num_blocks, num_blocks
+        self.preemption = preemption
+        self.waiting: deque[Request] = deque()
+        self.running: list[Request] = []  # admission order: the last one is the newest
+        self.swapped: deque[Request] = deque()
+        self.requests: dict[int, Request] = {}
+        self.step: list[Request] = []  # scheduled in the current step
+
+    def add_request(self, request_id: int, prompt_len: int, max_tokens: int) -> None:
+        if request_id in self.requests:
+            raise ValueError(f"request_id {request_id} was already added")
+        if type(prompt_len) is not int or type(max_tokens) is not int or min(prompt_len, max_tokens) < 1:
+            raise ValueError(f"prompt_len and max_tokens must be positive ints, got {prompt_len!r}, {max_tokens!r}")
+        if self._blocks(prompt_len + max_tokens - 1) > self.num_blocks:
+            raise ValueError(f"request {request_id} can never fit: it needs more than {self.num_blocks} blocks")
+        self.requests[request_id] = request = Request(request_id, prompt_len, max_tokens)
+        self.waiting.append(request)
+
+    def schedule(self) -> dict:
+        budget, planned, preempted = self.token_budget, {}, []
+        old = list(self.running)
+        for queue in (self.swapped, self.waiting):  # new prompts first
+            while queue and budget and len(self.running) < self.max_seqs:
+                request = queue[0]
+                n = min(request.need, budget)
+                if self._extra(request, n) > self.free:
+                    break
+                queue.popleft()
+                self.running.append(request)
+                budget -= self._take(request, n, planned)
+            if queue:
+                break
+        for request in old:  # then whatever budget is left goes to the running requests
+            if budget == 0 or request not in self.running:
+                break
+            n = min(request.need, budget)
+            while self._extra(request, n) > self.free:
+                victim = self.running.pop()
+                if victim.id in planned:
+                    budget += self._unplan(victim, planned)
+                self._preempt(victim)
+                preempted.append(victim.id)
+                if victim is request:
+                    break
+            else:
+                budget -= self._take(request, n, planned)
+        self.step = [self.requests[i] for i in planned]
+        decode = [r.id for r in self.step  # one token, after the prompt (and any recompute)
+                  if planned[r.id] == 1 and r.outputs and r.computed == r.prompt_len + r.outputs]
+        return {"prefill": [[i, n] for i, n in planned.items() if i not in decode],
+                "decode": decode, "preempted": preempted}
+
+    def update(self, eos: list) -> list:
+        """After the forward pass: a request whose tokens are all computed sampled one token."""
+        eos, finished = set(eos), []
+        for request in self.step:
+            if request.computed < request.prompt_len + request.outputs:
+                continue  # a chunk that did not finish its prompt samples nothing
+            request.outputs += 1
+            if request.outputs == request.max_tokens or request.id in eos:
+                self.running.remove(request)
+                self.free += request.held
+                del self.requests[request.id]
+                finished.append(request.id)
+        self.step = []
+        return sorted(finished)
+
+    def queues(self) -> dict:
+        return {"waiting": [r.id for r in self.waiting], "running": [r.id for r in self.running],
+                "swapped": [r.id for r in self.swapped]}
+
+    # ---- KV blocks ---------------------------------------------------------------------
+    def _blocks(self, tokens: int) -> int:
+        return -(-tokens // self.block_size)
+
+    def _extra(self, request: Request, n: int) -> int:
+        """Blocks to add so that n more tokens of `request` fit."""
+        return self._blocks(request.computed + n) - request.held
+
+    def _take(self, request: Request, n: int, planned: dict) -> int:
+        self.free -= self._extra(request, n)
+        request.held = self._blocks(request.computed + n)
+        request.computed += n
+        planned[request.id] = n
+        return n
+
+    def _unplan(self, request: Request, planned: dict) -> int:
+        """Give back a request's tokens (and blocks) planned earlier in this step."""
+        n = planned.pop(request.id)
+        request.computed -= n
+        self.free += request.held - self._blocks(request.computed)
+        request.held = self._blocks(request.computed)
+        return n
+
+    def _preempt(self, victim: Request) -> None:
+        """Recompute drops the KV and restarts the prefill; swap keeps it (host memory)."""
+        self.free += victim.held
+        victim.held = 0
+        if self.preemption == "swap":
+            self.swapped.appendleft(victim)
+        else:
+            victim.computed = 0
+            self.waiting.appendleft(victim)

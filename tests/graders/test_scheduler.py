@@ -1,0 +1,112 @@
+"""q44 scheduler: the reference passes; every mutant fails, on the property it names.
+
+Each mutant is graded on its own property only (the verdict for one property does not depend
+on the others), which keeps the whole file within its time budget on two cores.
+"""
+
+import dataclasses
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graders import registry, runner
+from solutions.scheduler import Scheduler
+
+EX = registry.get("scheduler")
+REFERENCE = EX.reference
+MUTANTS = EX.mutants()
+MUTANT_EXAMPLES = 10
+
+
+def named_property(path: Path) -> str:
+    return re.search(r"^Property: (\S+)", path.read_text(), re.M).group(1)
+
+
+def test_reference_passes_every_property_at_the_default_count(capsys):
+    """Also the benchmark: one full check at the default example count (budget: 15 s)."""
+    verdict = runner.grade(EX, REFERENCE.read_text(), "reference.py")
+    with capsys.disabled():
+        print(f"\n[benchmark] scheduler reference, {verdict.examples} examples x "
+              f"{len(verdict.properties)} properties: {verdict.seconds:.1f} s")
+    assert verdict.passed, [(p.name, p.reason) for p in verdict.properties if not p.passed]
+    assert verdict.exit_status == 0 and verdict.score == 1.0
+
+
+def test_at_least_eight_mutants_cover_every_property():
+    assert len(MUTANTS) >= 8
+    assert {named_property(m) for m in MUTANTS} == {p.name for p in EX.properties}
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda p: p.stem)
+def test_mutant_fails_on_its_property(mutant):
+    expected = named_property(mutant)
+    only = dataclasses.replace(EX, properties=tuple(p for p in EX.properties if p.name == expected))
+    verdict = runner.grade(only, mutant.read_text(), mutant.name, examples=MUTANT_EXAMPLES)
+    (result,) = verdict.properties
+    assert verdict.exit_status == 1 and not result.passed, f"{mutant.stem} passed {expected}"
+    assert not result.reason.startswith(("not checked", "sandbox", "the submission's behaviour")), \
+        result.reason
+    assert result.script.count("\n") < 45 and "Scheduler(" in result.script
+
+
+def test_one_mutant_fails_only_where_it_should():
+    """A full grade of one mutant: the property it names fails, the unrelated ones pass."""
+    mutant = EX.home / "mutants" / "admits_while_swapped.py"
+    verdict = runner.grade(EX, mutant.read_text(), mutant.name, examples=5)
+    failed = {p.name for p in verdict.properties if not p.passed}
+    assert "resume-first" in failed
+    assert {"budget", "kv-capacity", "one-queue", "no-lost-output"}.isdisjoint(failed), failed
+
+
+def test_same_seed_same_verdict_and_repro():
+    source = (EX.home / "mutants" / "oldest_preempted.py").read_text()
+    only = dataclasses.replace(EX, properties=tuple(p for p in EX.properties
+                                                    if p.name == "victim-newest"))
+    a = runner.grade(only, source, "m.py", seed=7, examples=MUTANT_EXAMPLES)
+    b = runner.grade(only, source, "m.py", seed=7, examples=MUTANT_EXAMPLES)
+    assert [(p.passed, p.reason, p.script) for p in a.properties] == \
+           [(p.passed, p.reason, p.script) for p in b.properties]
+
+
+def test_repro_script_runs_and_shows_the_bug(tmp_path):
+    mutant = EX.home / "mutants" / "budget_off_by_one.py"
+    (tmp_path / "m.py").write_text(mutant.read_text())
+    only = dataclasses.replace(EX, properties=tuple(p for p in EX.properties if p.name == "budget"))
+    verdict = runner.grade(only, mutant.read_text(), "m.py", examples=MUTANT_EXAMPLES)
+    (tmp_path / "repro.py").write_text(verdict.properties[0].script)
+    done = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_reference_walks_the_three_queues():
+    """A hand-made trace: the newest admission is preempted, swapped, resumed first."""
+    s = Scheduler(token_budget=4, max_seqs=2, num_blocks=2, block_size=2, preemption="swap")
+    s.add_request(0, 2, 3)
+    s.add_request(1, 1, 3)
+    s.add_request(2, 1, 1)
+    assert s.schedule() == {"prefill": [[0, 2], [1, 1]], "decode": [], "preempted": []}
+    assert s.update([]) == []
+    # request 0 needs a second block for its third token: request 1 (newest) is swapped out
+    assert s.schedule() == {"prefill": [], "decode": [0], "preempted": [1]}
+    assert s.queues() == {"waiting": [2], "running": [0], "swapped": [1]}
+    assert s.update([]) == []
+    # no room for request 1 to swap back in, so request 2 waits too (no overtaking)
+    assert s.schedule() == {"prefill": [], "decode": [0], "preempted": []}
+    assert s.update([]) == [0]
+    assert s.schedule() == {"prefill": [[2, 1]], "decode": [1], "preempted": []}
+    assert s.update([1]) == [1, 2]
+    assert s.queues() == {"waiting": [], "running": [], "swapped": []}
+
+
+@pytest.mark.parametrize("args, word", [
+    ((0, 1, 1, 1, "recompute"), "token_budget"),
+    ((2, 3, 1, 1, "recompute"), "max_seqs"),
+    ((2, 1, 1, 1, "lru"), "preemption"),
+])
+def test_reference_rejects_bad_configuration(args, word):
+    with pytest.raises(ValueError, match=word):
+        Scheduler(*args)
