@@ -1,0 +1,94 @@
+"""Mutant: reusing a cached free block resets the block but leaves its old hash -> block entry.
+
+nano-vllm issue 163 ("Stale hash mapping remains in hash_to_block_id when reallocating
+blocks"): _allocate_block reset the block it popped for new content but kept the
+hash_to_block_id entry of the prefix it used to hold, so the next request with that prefix
+was handed a block that now holds other tokens. Built on a cache that trusts the hash (as
+vLLM and nano-vllm's map lookup do), so the stale entry is served.
+
+Property: no-stale-entry
+"""
+
+from collections import OrderedDict, deque
+
+ROOT = -1  # the parent hash of a prompt's first block
+
+
+class PrefixCache:
+    def __init__(self, num_blocks, block_size, hash_space):
+        self.block_size, self.hash_space = block_size, hash_space
+        self.ref_counts = [0] * num_blocks
+        self.hashes = [None] * num_blocks    # block -> chained hash of the prefix it holds
+        self.prefixes = [None] * num_blocks  # block -> (extra keys, tokens 0..end): its KV's source
+        self.cached = {}                     # hash -> blocks holding a prefix with that hash
+        self.empty = deque(range(num_blocks))  # free, holding nothing worth keeping
+        self.evictable = OrderedDict()       # free but still cached, least recently freed first
+        self.tables = {}                     # request id -> block table
+
+    def block_identities(self, tokens, extra_keys):
+        """(hash, prefix) of every full block of a prompt: the chain vLLM computes per request."""
+        out, parent, size = [], ROOT, self.block_size
+        for end in range(size, len(tokens) + 1, size):
+            block = (parent, tuple(tokens[end - size:end]), tuple(extra_keys))
+            parent = hash(block) % self.hash_space
+            out.append((parent, (tuple(extra_keys), tuple(tokens[:end]))))
+        return out
+
+    def _find(self, block_hash, prefix):
+        blocks = self.cached.get(block_hash)
+        return blocks[0] if blocks else None  # trusted: no tokens compared on a hit
+
+    def lookup(self, tokens, extra_keys):
+        """The cached blocks a new request with this prompt would hit; changes nothing."""
+        hits = []
+        identities = self.block_identities(tokens, extra_keys)
+        for block_hash, prefix in identities[:(len(tokens) - 1) // self.block_size]:
+            block = self._find(block_hash, prefix)  # the last token is always recomputed
+            if block is None:
+                break  # chained: nothing after a miss can hit
+            hits.append(block)
+        return hits
+
+    def allocate(self, request_id, tokens, extra_keys):
+        identities = self.block_identities(tokens, extra_keys)
+        hits = self.lookup(tokens, extra_keys)
+        misses = -(-len(tokens) // self.block_size) - len(hits)
+        revived = [b for b in hits if self.ref_counts[b] == 0]
+        if misses + len(revived) > self.free_count():
+            raise MemoryError(f"need {misses + len(revived)} free blocks, have {self.free_count()}")
+        for block in hits:
+            self.evictable.pop(block, None)
+            self.ref_counts[block] += 1
+        table = hits + [self._take_free() for _ in range(misses)]
+        for block, (block_hash, prefix) in zip(table[len(hits):], identities[len(hits):]):
+            self.hashes[block], self.prefixes[block] = block_hash, prefix
+            self.cached.setdefault(block_hash, []).append(block)  # duplicates are fine
+        self.tables[request_id] = table
+        return table, len(hits) * self.block_size
+
+    def _take_free(self):
+        if self.empty:
+            block = self.empty.popleft()
+        else:
+            block, _ = self.evictable.popitem(last=False)  # evict the least recently freed
+            self.hashes[block] = self.prefixes[block] = None
+        self.ref_counts[block] = 1
+        return block
+
+    def free(self, request_id):
+        for block in reversed(self.tables.pop(request_id)):  # tail first: a chain ends shorter
+            self.ref_counts[block] -= 1
+            if self.ref_counts[block] == 0:
+                if self.hashes[block] is None:
+                    self.empty.append(block)
+                else:
+                    self.evictable[block] = None
+
+    def block_hash(self, block):
+        return self.hashes[block]
+
+    def refcount(self, block):
+        return self.ref_counts[block]
+
+    def free_count(self):
+        return len(self.empty) + len(self.evictable)

@@ -1,0 +1,129 @@
+"""hash-prefix-cache (q47): the reference passes; every mutant fails on the property it names;
+the vLLM-style cache fails only the property vLLM skips by design; the grader's hash is the
+one the child computes."""
+
+import re
+import runpy
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from graders import registry, runner
+from graders.exercises.hash_prefix_cache import (COLLISIONS, DUPLICATES, EVICTION, WIDE,
+                                                 chain_hashes)
+
+EX = registry.get("hash-prefix-cache")
+MUTANTS = EX.mutants()
+REFERENCE = EX.reference
+
+
+def expected_property(path):
+    return re.search(r"^Property: (\S+)", path.read_text(), re.M).group(1)
+
+
+def only(*names):
+    """The exercise graded on some properties: each test pays only for what it asserts."""
+    return replace(EX, properties=tuple(p for p in EX.properties if p.name in names))
+
+
+def all_but(*names):
+    return replace(EX, properties=tuple(p for p in EX.properties if p.name not in names))
+
+
+def engine_fails_exactly(source, expected):
+    """Each expected property fails at the default count; every other one passes."""
+    failing = runner.grade(only(*expected), source, "engine.py")
+    assert [p.name for p in failing.properties if p.passed] == []
+    passing = runner.grade(all_but(*expected), source, "engine.py", examples=20)
+    assert [p.name for p in passing.properties if not p.passed] == []
+
+
+def test_reference_passes_every_property_at_the_default_count(capsys):
+    """Also prints the time of one full check at the default count (the 15 s budget)."""
+    verdict = runner.grade(EX, REFERENCE.read_text(), "reference.py")
+    with capsys.disabled():
+        print(f"\n[benchmark] hash-prefix-cache reference, {verdict.examples} examples x "
+              f"{len(verdict.properties)} properties: {verdict.seconds:.1f} s")
+    assert verdict.passed, [(p.name, p.reason) for p in verdict.properties]
+    assert verdict.exit_status == 0 and verdict.score == 1.0
+
+
+def test_reference_is_about_seventy_lines():
+    code = [l for l in REFERENCE.read_text().splitlines()
+            if l.strip() and not l.strip().startswith("#")]
+    assert len(code) <= 90
+
+
+def test_at_least_eight_mutants_cover_every_property():
+    assert len(MUTANTS) >= 8
+    assert {expected_property(m) for m in MUTANTS} == {p.name for p in EX.properties}
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda p: p.stem)
+def test_mutant_fails_on_its_property(mutant):
+    expected = expected_property(mutant)
+    verdict = runner.grade(only(expected), mutant.read_text(), mutant.name)  # default count
+    [result] = verdict.properties
+    assert verdict.exit_status == 1
+    assert not result.passed, f"{mutant.stem} should fail {expected}"
+    assert not result.reason.startswith(("not checked", "sandbox", "the submission's"))
+    assert result.script.count("\n") < 45  # a short repro, not a dump
+    assert "PrefixCache(" in result.script
+
+
+def test_vllm_style_cache_fails_only_collisions():
+    """The issue's claim: an engine that trusts its hash passes everything else."""
+    engine_fails_exactly((EX.home / "mutants" / "trusts_hash_like_vllm.py").read_text(),
+                         [COLLISIONS])
+
+
+def test_parent_and_child_compute_the_same_hash(tmp_path):
+    """The hash crosses the process boundary as a spec, so both sides must agree exactly."""
+    tokens, extra = [3, 1, 4, 1, 5, 9, 2], [7, 1]
+    script = ("import sys; sys.path.insert(0, '.'); from m import PrefixCache as P; "
+              f"c = P(4, 2, {WIDE}); print([h for h, _ in c.block_identities({tokens}, {extra})])")
+    (tmp_path / "m.py").write_text(REFERENCE.read_text())
+    child = subprocess.run([sys.executable, "-I", "-c", script], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=30, env={})
+    assert child.stdout.strip() == str(chain_hashes(tokens, extra, 2, WIDE))
+
+
+def test_two_prompts_share_block_3_only_with_blocks_0_to_2():
+    """The q47 brief, on the reference: equal tokens in block 3 are not enough."""
+    cache = runpy.run_path(str(REFERENCE))["PrefixCache"](16, 16, WIDE)
+    head_a, head_b, block3 = list(range(48)), list(range(100, 148)), list(range(500, 516))
+    cache.allocate(0, head_a + block3, [])
+    cache.free(0)
+    assert cache.allocate(1, head_b + block3 + [1], [])[1] == 0
+    assert cache.allocate(2, head_a + block3 + [1], [])[1] == 64
+    assert cache.allocate(3, head_a + block3 + [1], [9])[1] == 0  # another adapter
+
+
+def test_same_seed_same_verdict_and_repro():
+    source = (EX.home / "mutants" / "revived_block_loses_hash.py").read_text()
+    a = runner.grade(only("revival"), source, "m.py", seed=3, examples=20)
+    b = runner.grade(only("revival"), source, "m.py", seed=3, examples=20)
+    assert [(p.passed, p.reason, p.script) for p in a.properties] == \
+           [(p.passed, p.reason, p.script) for p in b.properties]
+
+
+def test_repro_script_runs_and_shows_the_bug(tmp_path):
+    mutant = EX.home / "mutants" / "revived_block_loses_hash.py"
+    (tmp_path / "m.py").write_text(mutant.read_text())
+    verdict = runner.grade(only("revival"), mutant.read_text(), "m.py", examples=20)
+    script = verdict.properties[0].script
+    (tmp_path / "repro.py").write_text(script)
+    done = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+
+
+
+def test_nano_vllm_style_cache_fails_what_the_spec_says():
+    """nano-vllm's BlockManager behind this interface: own-token check, one block per hash,
+    one FIFO free list. The spec names exactly the three properties that costs it."""
+    engine_fails_exactly((Path(__file__).parent / "prefix_cache_nano_vllm_style.py").read_text(),
+                         [COLLISIONS, DUPLICATES, EVICTION])
