@@ -61,7 +61,8 @@ PrefixCache, about seventy lines of plain Python.
       block of the prompt) and the prompt tokens served from cache (hits x block_size).
   lookup(tokens, extra_keys) -> list of blocks
                       the cached blocks a new request with this prompt would hit now, first
-                      block first (the same match allocate makes); changes nothing.
+                      block first (the same match allocate makes); changes nothing. The
+                      grader calls it after every call, on every prefix ever cached.
   free(request_id)    the request finished: drop its references, tail block first. A block
                       whose last reference goes joins the free pool and stays cached (still
                       hittable) until its memory is taken for something else.
@@ -78,10 +79,12 @@ tokens is a non-empty list of ints. Return ints, None, lists or tuples: they are
 type and value.
 
 What real engines skip. vLLM v1 trusts the hash (SHA-256 by default) and never compares
-tokens on a hit: an adapter to its BlockPool passes every property here except
-`collisions`, which it skips by design. nano-vllm compares only the hit block's own tokens
-(fails `collisions`), keeps one block per hash (fails `duplicates`) and keeps one FIFO free
-list for empty and cached blocks alike (fails `eviction-order`).
+tokens on a hit. A cache that works the way its BlockPool does (mutants/
+trusts_hash_like_vllm.py) passes every property here except `collisions`, which vLLM skips
+by design. nano-vllm's BlockManager behind this interface (tests/graders/
+prefix_cache_nano_vllm_style.py) compares only the hit block's own tokens (fails
+`collisions`), keeps one block per hash (fails `duplicates`) and keeps one FIFO free list
+for empty and cached blocks alike (fails `eviction-order`).
 
 How the interface maps onto vLLM v1 (vllm/v1/core):
   lookup    = KVCacheManager.get_computed_blocks (read-only)
