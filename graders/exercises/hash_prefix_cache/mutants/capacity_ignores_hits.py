@@ -1,8 +1,9 @@
 """Mutant: the capacity check counts every block of the prompt, even hits on blocks in use.
 
-nano-vllm's can_allocate was `len(free_block_ids) >= seq.num_blocks` until commit f64d821, and
-vLLM PR 3402 reported the same for v0's can_allocate: a request whose prefix is already
-running needs only its new blocks, yet it is refused and waits.
+nano-vllm's can_allocate was `len(free_block_ids) >= seq.num_blocks` until commit
+f64d821c2057e2f45d0accccf5b39fd6c1438473, and vLLM PR 3402 reported the same for v0's can_allocate:
+a request whose prefix is already running needs only its new blocks, yet it is refused and
+waits.
 
 Property: conservation
 """

@@ -1,9 +1,9 @@
 """Mutant: evicting a block deletes its hash's whole entry, taking a live duplicate with it.
 
 Two blocks can hold the same prefix (the last-token rule recomputes a cached block). nano-vllm
-guards the delete with `hash_to_block_id.get(block.hash) == block_id` (added in commit
-f64d821 with the fix for issue 163) so that evicting one copy does not unmap the other;
-without the guard the surviving copy is never hit again.
+guards the delete with `hash_to_block_id.get(block.hash) == block_id` (added with the fix for
+issue 163, commit f64d821c2057e2f45d0accccf5b39fd6c1438473) so that evicting one copy does not unmap
+the other; without the guard the surviving copy is never hit again.
 
 Property: duplicates
 """

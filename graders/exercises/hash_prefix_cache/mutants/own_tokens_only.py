@@ -36,7 +36,8 @@ class PrefixCache:
     def _find(self, block_hash, prefix):
         for block in self.cached.get(block_hash, ()):
             own = slice(-self.block_size, None)  # this block's own tokens
-            if (self.prefixes[block][0], self.prefixes[block][1][own]) == (prefix[0], prefix[1][own]):
+            held = self.prefixes[block]
+            if (held[0], held[1][own]) == (prefix[0], prefix[1][own]):
                 return block
         return None
 

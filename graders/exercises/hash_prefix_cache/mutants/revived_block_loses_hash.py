@@ -1,8 +1,10 @@
 """Mutant: a hit on a free cached block re-allocates it and wipes its identity.
 
-nano-vllm commit f64d821 made the cache-hit path call _allocate_block on a free block, which
-resets the block's hash and drops its hash_to_block_id entry; commit 9fa256a ("fix cache
-hit") restored it. The request gets the right KV, but the block is never hittable again.
+nano-vllm made the cache-hit path call _allocate_block on a free block, which resets the
+block's hash and drops its hash_to_block_id entry (commit
+f64d821c2057e2f45d0accccf5b39fd6c1438473); commit 9fa256a56d81101918aa4f763b66854196bab215
+("fix cache hit") restored it. The request gets the right KV, but the block is never
+hittable again.
 
 Property: revival
 """
