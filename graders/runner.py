@@ -56,13 +56,15 @@ class Verdict:
         return 2 if self.load_error else 0 if self.passed else 1
 
 
-def profile(examples: int, steps: int) -> settings:
-    """The one hypothesis profile every grade uses."""
+def profile(examples: int, steps: int, shrink: bool = True) -> settings:
+    """The one hypothesis profile every grade uses. Without shrinking a verdict names the same
+    failed properties, only with longer repro scripts: catalogue runs that need just the names
+    skip it (shrinking is most of the time a failing property takes)."""
     return settings(max_examples=examples, stateful_step_count=steps, database=None,
                     deadline=None, derandomize=False, print_blob=False,
                     report_multiple_bugs=False, verbosity=Verbosity.quiet,
                     suppress_health_check=list(HealthCheck),
-                    phases=(Phase.explicit, Phase.generate, Phase.shrink))
+                    phases=(Phase.explicit, Phase.generate) + ((Phase.shrink,) if shrink else ()))
 
 
 def interface_problems(exercise: Exercise, members: dict) -> list[str]:
@@ -94,7 +96,7 @@ def interface_problems(exercise: Exercise, members: dict) -> list[str]:
 
 
 def grade(exercise: Exercise, source: str, filename: str, *, seed: int = 0,
-          examples: int | None = None, limits: Limits | None = None) -> Verdict:
+          examples: int | None = None, limits: Limits | None = None, shrink: bool = True) -> Verdict:
     examples = examples or exercise.default_examples
     verdict = Verdict(exercise.name, filename, seed, examples)
     start = time.monotonic()
@@ -112,7 +114,7 @@ def grade(exercise: Exercise, source: str, filename: str, *, seed: int = 0,
         else:
             for prop in exercise.properties:
                 verdict.properties.append(_run_property(exercise, prop, sandbox, seed,
-                                                        examples, filename))
+                                                        examples, filename, shrink))
         verdict.violations = list(sandbox.violations)
     finally:
         sandbox.close()
@@ -121,7 +123,7 @@ def grade(exercise: Exercise, source: str, filename: str, *, seed: int = 0,
     return verdict
 
 
-def _run_property(exercise, prop, sandbox: Sandbox, seed, examples, filename) -> PropertyResult:
+def _run_property(exercise, prop, sandbox: Sandbox, seed, examples, filename, shrink) -> PropertyResult:
     transcript = Transcript()
     machine = type(f"{exercise.machine.__name__}_{prop.name.replace('-', '_')}",
                    (exercise.machine,),
@@ -129,7 +131,7 @@ def _run_property(exercise, prop, sandbox: Sandbox, seed, examples, filename) ->
     hypothesis_seed(seed)(machine)
     result = PropertyResult(prop.name, prop.summary, passed=True)
     try:
-        run_state_machine_as_test(machine, settings=profile(examples, exercise.steps))
+        run_state_machine_as_test(machine, settings=profile(examples, exercise.steps, shrink))
     except PropertyFailure as failure:
         result.passed, result.reason = False, failure.reason
     except SandboxFatal as fatal:
