@@ -1,7 +1,8 @@
 """q44 scheduler: the reference passes; every mutant fails, on the property it names.
 
-Each mutant is graded on its own property only (the verdict for one property does not depend
-on the others), which keeps the whole file within its time budget on two cores.
+Each mutant is graded at the default example count, as `grader check` would, but on its own
+property only (a property's verdict does not depend on the others), which keeps the file
+within its time budget on two cores.
 """
 
 import dataclasses
@@ -18,7 +19,7 @@ from solutions.scheduler import Scheduler
 EX = registry.get("scheduler")
 REFERENCE = EX.reference
 MUTANTS = EX.mutants()
-MUTANT_EXAMPLES = 10
+SMALL = 10  # examples where a test needs a grade, not the default's reach
 
 
 def named_property(path: Path) -> str:
@@ -44,7 +45,7 @@ def test_at_least_eight_mutants_cover_every_property():
 def test_mutant_fails_on_its_property(mutant):
     expected = named_property(mutant)
     only = dataclasses.replace(EX, properties=tuple(p for p in EX.properties if p.name == expected))
-    verdict = runner.grade(only, mutant.read_text(), mutant.name, examples=MUTANT_EXAMPLES)
+    verdict = runner.grade(only, mutant.read_text(), mutant.name)
     (result,) = verdict.properties
     assert verdict.exit_status == 1 and not result.passed, f"{mutant.stem} passed {expected}"
     assert not result.reason.startswith(("not checked", "sandbox", "the submission's behaviour")), \
@@ -54,7 +55,7 @@ def test_mutant_fails_on_its_property(mutant):
 
 def test_one_mutant_fails_only_where_it_should():
     """A full grade of one mutant: the property it names fails, the unrelated ones pass."""
-    mutant = EX.home / "mutants" / "admits_while_swapped.py"
+    mutant = EX.home / "mutants" / "admits_after_preempting.py"
     verdict = runner.grade(EX, mutant.read_text(), mutant.name, examples=5)
     failed = {p.name for p in verdict.properties if not p.passed}
     assert "resume-first" in failed
@@ -65,8 +66,8 @@ def test_same_seed_same_verdict_and_repro():
     source = (EX.home / "mutants" / "oldest_preempted.py").read_text()
     only = dataclasses.replace(EX, properties=tuple(p for p in EX.properties
                                                     if p.name == "victim-newest"))
-    a = runner.grade(only, source, "m.py", seed=7, examples=MUTANT_EXAMPLES)
-    b = runner.grade(only, source, "m.py", seed=7, examples=MUTANT_EXAMPLES)
+    a = runner.grade(only, source, "m.py", seed=7, examples=SMALL)
+    b = runner.grade(only, source, "m.py", seed=7, examples=SMALL)
     assert [(p.passed, p.reason, p.script) for p in a.properties] == \
            [(p.passed, p.reason, p.script) for p in b.properties]
 
@@ -75,7 +76,7 @@ def test_repro_script_runs_and_shows_the_bug(tmp_path):
     mutant = EX.home / "mutants" / "budget_off_by_one.py"
     (tmp_path / "m.py").write_text(mutant.read_text())
     only = dataclasses.replace(EX, properties=tuple(p for p in EX.properties if p.name == "budget"))
-    verdict = runner.grade(only, mutant.read_text(), "m.py", examples=MUTANT_EXAMPLES)
+    verdict = runner.grade(only, mutant.read_text(), "m.py", examples=SMALL)
     (tmp_path / "repro.py").write_text(verdict.properties[0].script)
     done = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=30)

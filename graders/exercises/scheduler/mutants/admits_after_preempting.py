@@ -1,9 +1,9 @@
 """Mutant: admits waiting requests in the same step that had to preempt.
 
-The other half of vLLM issue #5578 (fixed by PR #13539): after `_schedule_running` preempted,
-the v0 chunked-prefill scheduler still scheduled new prefills, so the blocks it just freed went
-to newcomers (or straight back to the victim). vLLM v1 guards the waiting loop with
-`if not preempted_reqs`.
+The other half of vLLM issue #5578 and of its proposed fix (PR #13539, not merged): after
+`_schedule_running` preempted, the v0 chunked-prefill scheduler still scheduled new prefills, so
+the blocks it just freed went to newcomers (or straight back to the victim). vLLM v1 guards its
+waiting loop with `if not preempted_reqs`.
 
 Property: resume-first
 """

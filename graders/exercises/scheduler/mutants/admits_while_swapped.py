@@ -2,8 +2,9 @@
 
 vLLM issue #5578: the v0 chunked-prefill scheduler (`_schedule_chunked_prefill`, e.g. at
 vllm-project/vllm@0dce2b29aaaa36d3b7e5d80302b1018c1c296eee) called `_schedule_prefills` even when the
-swapped queue was not empty, so new requests took the blocks the swapped ones needed and swap
-space filled up. PR #13539 made the priority running > swapped > waiting strict.
+swapped queue was not empty (`_schedule_default` did not), so new requests took the blocks the
+swapped ones needed and swap space filled up. PRs #5633 and #13539 proposed making running >
+swapped > waiting strict; neither was merged, and v0 was later removed.
 
 Property: resume-first
 """

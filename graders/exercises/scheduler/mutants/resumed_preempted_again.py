@@ -4,8 +4,9 @@ It asks the free pool for the request's whole KV again. A resumed request holds 
 admitted; one step later it holds its blocks, and once that is over half the pool it preempts
 itself although its next tokens fit: alone, it is resumed and preempted again forever, and steps
 with work schedule nothing. MinivLLM (Wenyueh/MinivLLM issue #94) reports the same preempt and
-re-prefill loop for a lone sequence; vLLM's `allocate_slots` and nano-vllm's `can_append` count
-only the blocks the new tokens add.
+re-prefill loop for a lone sequence, and vLLM PR #21809 a v1 cycle of requests resumed on the
+strength of one chunk and preempted again; vLLM's `allocate_slots` and nano-vllm's `can_append`
+count only the blocks the new tokens add.
 
 Property: progress
 """
