@@ -45,12 +45,22 @@ def test_at_least_eight_mutants_cover_every_property():
 def test_mutant_fails_on_its_property(mutant):
     expected = named_property(mutant)
     only = dataclasses.replace(EX, properties=tuple(p for p in EX.properties if p.name == expected))
-    verdict = runner.grade(only, mutant.read_text(), mutant.name)
+    verdict = runner.grade(only, mutant.read_text(), mutant.name, shrink=False)  # same verdict
     (result,) = verdict.properties
     assert verdict.exit_status == 1 and not result.passed, f"{mutant.stem} passed {expected}"
     assert not result.reason.startswith(("not checked", "sandbox", "the submission's behaviour")), \
         result.reason
-    assert result.script.count("\n") < 45 and "Scheduler(" in result.script
+    assert "Scheduler(" in result.script
+
+
+@pytest.mark.parametrize("name, prop", [("admits_while_swapped", "resume-first"),
+                                        ("cap_counts_admissions", "budget")])
+def test_shrunk_repro_is_short(name, prop):
+    """With shrinking (as `grader check` runs), the repro is a handful of calls."""
+    mutant = EX.home / "mutants" / f"{name}.py"
+    only = dataclasses.replace(EX, properties=tuple(p for p in EX.properties if p.name == prop))
+    (result,) = runner.grade(only, mutant.read_text(), mutant.name).properties
+    assert not result.passed and result.script.count("\n") < 30, result.script
 
 
 def test_one_mutant_fails_only_where_it_should():
