@@ -50,10 +50,11 @@ class Scheduler:
     def add_request(self, request_id: int, prompt_len: int, max_tokens: int) -> None:
         if request_id in self.requests:
             raise ValueError(f"request_id {request_id} was already added")
-        if type(prompt_len) is not int or type(max_tokens) is not int or min(prompt_len, max_tokens) < 1:
-            raise ValueError(f"prompt_len and max_tokens must be positive ints, got {prompt_len!r}, {max_tokens!r}")
+        for name, value in (("prompt_len", prompt_len), ("max_tokens", max_tokens)):
+            if type(value) is not int or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
         if self._blocks(prompt_len + max_tokens - 1) > self.num_blocks:
-            raise ValueError(f"request {request_id} can never fit: it needs more than {self.num_blocks} blocks")
+            raise ValueError(f"request {request_id} needs more than num_blocks={self.num_blocks}")
         self.requests[request_id] = request = Request(request_id, prompt_len, max_tokens)
         self.waiting.append(request)
 
