@@ -13,7 +13,8 @@ can no longer be trusted), so each verdict names the invariant that actually bro
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hypothesis import assume
@@ -61,6 +62,17 @@ class Exercise:
 
     def mutants(self) -> list[Path]:
         return sorted((self.home / "mutants").glob("[!_]*.py"))
+
+    def only(self, *names: str) -> "Exercise":
+        """This exercise graded on the named properties alone (a mutant's test needs just the
+        one that must catch it)."""
+        unknown = set(names) - {p.name for p in self.properties}
+        if unknown:
+            raise ValueError(f"{self.name} has no property {', '.join(sorted(unknown))}")
+        return replace(self, properties=tuple(p for p in self.properties if p.name in names))
+
+    def all_but(self, *names: str) -> "Exercise":
+        return self.only(*(p.name for p in self.properties if p.name not in names))
 
     def interface(self) -> str:
         lines = [f"class {self.class_name}:"]
@@ -149,3 +161,11 @@ class GradedMachine(RuleBasedStateMachine):
         self.check(prop, reply.raised_builtin(exc),
                    f"{what} {reply.show() if reply.raised else 'returned ' + reply.show()}, "
                    f"expected it to raise {exc}")
+
+
+def mutant_property(mutant: Path) -> str:
+    """The property a mutant must fail on: the `Property: <name>` line of its docstring."""
+    found = re.search(r"^Property: (\S+)", mutant.read_text(), re.M)
+    if not found:
+        raise ValueError(f"{mutant} names no 'Property: <name>' line")
+    return found.group(1)

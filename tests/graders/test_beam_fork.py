@@ -1,28 +1,18 @@
 """beam-fork: the reference passes, every mutant fails the property it names, the bound is right."""
 
-import dataclasses
-import re
 import subprocess
 import sys
 
 import pytest
 
 from graders import registry, runner
+from graders.exercise import mutant_property
 from graders.exercises.beam_fork.model import BeamModel, readable, slot_of
 from tests.graders.conftest import ROOT
 
 EX = registry.get("beam-fork")
 REFERENCE = ROOT / "solutions" / "beam_fork.py"
 MUTANTS = EX.mutants()
-
-
-def named_property(path) -> str:
-    return re.search(r"^Property: (\S+)", path.read_text(), re.M).group(1)
-
-
-def only(prop: str):
-    """The exercise with one property: a mutant's test runs just the one that must catch it."""
-    return dataclasses.replace(EX, properties=tuple(p for p in EX.properties if p.name == prop))
 
 
 def test_reference_passes_every_property():
@@ -39,13 +29,13 @@ def test_reference_is_about_sixty_lines():
 
 def test_at_least_six_mutants_cover_every_property():
     assert len(MUTANTS) >= 6
-    assert {named_property(m) for m in MUTANTS} == {p.name for p in EX.properties}
+    assert {mutant_property(m) for m in MUTANTS} == {p.name for p in EX.properties}
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda p: p.stem)
 def test_mutant_fails_on_its_property(mutant):
-    expected = named_property(mutant)
-    verdict = runner.grade(only(expected), mutant.read_text(), mutant.name, examples=20)
+    expected = mutant_property(mutant)
+    verdict = runner.grade(EX.only(expected), mutant.read_text(), mutant.name, examples=20)
     assert verdict.exit_status == 1, f"{mutant.stem} passed {expected}"
     (result,) = verdict.properties
     assert not result.passed and not result.reason.startswith("not checked"), result.reason
@@ -64,7 +54,7 @@ def test_the_full_table_mutants_differ_from_a_passing_solution_by_their_bug():
 
 
 def test_starter_fails_cleanly():
-    verdict = runner.grade(only("content-equal"), EX.starter.read_text(), "starter.py",
+    verdict = runner.grade(EX.only("content-equal"), EX.starter.read_text(), "starter.py",
                            examples=5)
     assert verdict.exit_status == 1 and not verdict.load_error
     assert "start(0, 1) raised NotImplementedError" in verdict.properties[0].reason
@@ -72,7 +62,7 @@ def test_starter_fails_cleanly():
 
 def test_same_seed_same_verdict_and_repro():
     source = (EX.home / "mutants" / "release_after_copy.py").read_text()
-    a, b = (runner.grade(only("copies-minimal"), source, "m.py", seed=7, examples=20)
+    a, b = (runner.grade(EX.only("copies-minimal"), source, "m.py", seed=7, examples=20)
             for _ in range(2))
     assert [(p.passed, p.reason, p.script) for p in a.properties] == \
            [(p.passed, p.reason, p.script) for p in b.properties]
@@ -81,7 +71,7 @@ def test_same_seed_same_verdict_and_repro():
 def test_repro_script_runs(tmp_path):
     mutant = EX.home / "mutants" / "release_after_copy.py"
     (tmp_path / "m.py").write_text(mutant.read_text())
-    verdict = runner.grade(only("copies-minimal"), mutant.read_text(), "m.py", examples=20)
+    verdict = runner.grade(EX.only("copies-minimal"), mutant.read_text(), "m.py", examples=20)
     (tmp_path / "repro.py").write_text(verdict.properties[0].script)
     done = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=30)

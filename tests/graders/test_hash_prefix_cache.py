@@ -2,16 +2,15 @@
 the vLLM-style cache fails only the property vLLM skips by design; the grader's hash is the
 one the child computes."""
 
-import re
 import runpy
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from graders import registry, runner
+from graders.exercise import mutant_property
 from graders.exercises.hash_prefix_cache import (COLLISIONS, DUPLICATES, EVICTION, WIDE,
                                                  chain_hashes)
 
@@ -20,24 +19,11 @@ MUTANTS = EX.mutants()
 REFERENCE = EX.reference
 
 
-def expected_property(path):
-    return re.search(r"^Property: (\S+)", path.read_text(), re.M).group(1)
-
-
-def only(*names):
-    """The exercise graded on some properties: each test pays only for what it asserts."""
-    return replace(EX, properties=tuple(p for p in EX.properties if p.name in names))
-
-
-def all_but(*names):
-    return replace(EX, properties=tuple(p for p in EX.properties if p.name not in names))
-
-
 def engine_fails_exactly(source, expected):
     """Each expected property fails at the default count; every other one passes."""
-    failing = runner.grade(only(*expected), source, "engine.py")
+    failing = runner.grade(EX.only(*expected), source, "engine.py")
     assert [p.name for p in failing.properties if p.passed] == []
-    passing = runner.grade(all_but(*expected), source, "engine.py", examples=20)
+    passing = runner.grade(EX.all_but(*expected), source, "engine.py", examples=20)
     assert [p.name for p in passing.properties if not p.passed] == []
 
 
@@ -59,13 +45,13 @@ def test_reference_is_about_seventy_lines():
 
 def test_at_least_eight_mutants_cover_every_property():
     assert len(MUTANTS) >= 8
-    assert {expected_property(m) for m in MUTANTS} == {p.name for p in EX.properties}
+    assert {mutant_property(m) for m in MUTANTS} == {p.name for p in EX.properties}
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda p: p.stem)
 def test_mutant_fails_on_its_property(mutant):
-    expected = expected_property(mutant)
-    verdict = runner.grade(only(expected), mutant.read_text(), mutant.name)  # default count
+    expected = mutant_property(mutant)
+    verdict = runner.grade(EX.only(expected), mutant.read_text(), mutant.name)  # default count
     [result] = verdict.properties
     assert verdict.exit_status == 1
     assert not result.passed, f"{mutant.stem} should fail {expected}"
@@ -104,8 +90,8 @@ def test_two_prompts_share_block_3_only_with_blocks_0_to_2():
 
 def test_same_seed_same_verdict_and_repro():
     source = (EX.home / "mutants" / "revived_block_loses_hash.py").read_text()
-    a = runner.grade(only("revival"), source, "m.py", seed=3, examples=20)
-    b = runner.grade(only("revival"), source, "m.py", seed=3, examples=20)
+    a = runner.grade(EX.only("revival"), source, "m.py", seed=3, examples=20)
+    b = runner.grade(EX.only("revival"), source, "m.py", seed=3, examples=20)
     assert [(p.passed, p.reason, p.script) for p in a.properties] == \
            [(p.passed, p.reason, p.script) for p in b.properties]
 
@@ -113,13 +99,12 @@ def test_same_seed_same_verdict_and_repro():
 def test_repro_script_runs_and_shows_the_bug(tmp_path):
     mutant = EX.home / "mutants" / "revived_block_loses_hash.py"
     (tmp_path / "m.py").write_text(mutant.read_text())
-    verdict = runner.grade(only("revival"), mutant.read_text(), "m.py", examples=20)
+    verdict = runner.grade(EX.only("revival"), mutant.read_text(), "m.py", examples=20)
     script = verdict.properties[0].script
     (tmp_path / "repro.py").write_text(script)
     done = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=30)
     assert done.returncode == 0, done.stderr
-
 
 
 def test_nano_vllm_style_cache_fails_what_the_spec_says():

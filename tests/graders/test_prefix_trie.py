@@ -1,29 +1,19 @@
 """prefix-trie: the reference passes; every mutant fails on the property it names; the model
 follows SGLang's stamp order; a repro script replays."""
 
-import dataclasses
-import re
 import subprocess
 import sys
 
 import pytest
 
 from graders import registry, runner
+from graders.exercise import mutant_property
 from graders.exercises.prefix_trie.model import TrieModel
 from solutions.prefix_trie import RadixCache
 
 EX = registry.get("prefix-trie")
 REFERENCE = EX.reference
 MUTANTS = EX.mutants()
-
-
-def named_property(mutant) -> str:
-    return re.search(r"^Property: (\S+)", mutant.read_text(), re.M).group(1)
-
-
-def only(name: str):
-    """The exercise graded on one property (each property is its own run anyway)."""
-    return dataclasses.replace(EX, properties=tuple(p for p in EX.properties if p.name == name))
 
 
 def test_reference_passes_every_property():
@@ -40,7 +30,7 @@ def test_reference_is_about_a_hundred_lines():
 
 def test_at_least_eight_mutants_cover_every_property():
     assert len(MUTANTS) >= 8
-    assert {named_property(m) for m in MUTANTS} == {p.name for p in EX.properties}
+    assert {mutant_property(m) for m in MUTANTS} == {p.name for p in EX.properties}
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda p: p.stem)
@@ -48,8 +38,8 @@ def test_mutant_fails_on_its_property(mutant):
     """Whether a property fails is decided by the first failing example; shrinking it to a
     short repro is most of a failing grade's time, so this test skips it (the repro tests
     below keep it)."""
-    expected = named_property(mutant)
-    verdict = runner.grade(only(expected), mutant.read_text(), mutant.name, examples=20, shrink=False)
+    expected = mutant_property(mutant)
+    verdict = runner.grade(EX.only(expected), mutant.read_text(), mutant.name, examples=20, shrink=False)
     assert verdict.exit_status == 1
     result = verdict.properties[0]
     assert not result.passed and not result.reason.startswith("not checked"), result.reason
@@ -58,8 +48,8 @@ def test_mutant_fails_on_its_property(mutant):
 
 def test_same_seed_same_verdict_and_repro():
     source = (EX.home / "mutants" / "evict_newest_first.py").read_text()
-    a = runner.grade(only("lru-order"), source, "m.py", seed=7, examples=20)
-    b = runner.grade(only("lru-order"), source, "m.py", seed=7, examples=20)
+    a = runner.grade(EX.only("lru-order"), source, "m.py", seed=7, examples=20)
+    b = runner.grade(EX.only("lru-order"), source, "m.py", seed=7, examples=20)
     assert [(p.passed, p.reason, p.script) for p in a.properties] == \
            [(p.passed, p.reason, p.script) for p in b.properties]
 
@@ -67,7 +57,7 @@ def test_same_seed_same_verdict_and_repro():
 def test_repro_script_is_short_and_runs(tmp_path):
     mutant = EX.home / "mutants" / "match_without_split.py"
     (tmp_path / "m.py").write_text(mutant.read_text())
-    verdict = runner.grade(only("split"), mutant.read_text(), "m.py", examples=20)
+    verdict = runner.grade(EX.only("split"), mutant.read_text(), "m.py", examples=20)
     script = verdict.properties[0].script
     assert not verdict.passed and script.count("\n") < 45
     (tmp_path / "repro.py").write_text(script)

@@ -5,25 +5,19 @@ property only (a property's verdict does not depend on the others), which keeps 
 within its time budget on two cores.
 """
 
-import dataclasses
-import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from graders import registry, runner
+from graders.exercise import mutant_property
 from solutions.scheduler import Scheduler
 
 EX = registry.get("scheduler")
 REFERENCE = EX.reference
 MUTANTS = EX.mutants()
 SMALL = 10  # examples where a test needs a grade, not the default's reach
-
-
-def named_property(path: Path) -> str:
-    return re.search(r"^Property: (\S+)", path.read_text(), re.M).group(1)
 
 
 def test_reference_passes_every_property_at_the_default_count(capsys):
@@ -38,13 +32,13 @@ def test_reference_passes_every_property_at_the_default_count(capsys):
 
 def test_at_least_eight_mutants_cover_every_property():
     assert len(MUTANTS) >= 8
-    assert {named_property(m) for m in MUTANTS} == {p.name for p in EX.properties}
+    assert {mutant_property(m) for m in MUTANTS} == {p.name for p in EX.properties}
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda p: p.stem)
 def test_mutant_fails_on_its_property(mutant):
-    expected = named_property(mutant)
-    only = dataclasses.replace(EX, properties=tuple(p for p in EX.properties if p.name == expected))
+    expected = mutant_property(mutant)
+    only = EX.only(expected)
     verdict = runner.grade(only, mutant.read_text(), mutant.name, shrink=False)  # same verdict
     (result,) = verdict.properties
     assert verdict.exit_status == 1 and not result.passed, f"{mutant.stem} passed {expected}"
@@ -58,7 +52,7 @@ def test_mutant_fails_on_its_property(mutant):
 def test_shrunk_repro_is_short(name, prop):
     """With shrinking (as `grader check` runs), the repro is a handful of calls."""
     mutant = EX.home / "mutants" / f"{name}.py"
-    only = dataclasses.replace(EX, properties=tuple(p for p in EX.properties if p.name == prop))
+    only = EX.only(prop)
     (result,) = runner.grade(only, mutant.read_text(), mutant.name).properties
     assert not result.passed and result.script.count("\n") < 30, result.script
 
@@ -74,8 +68,7 @@ def test_one_mutant_fails_only_where_it_should():
 
 def test_same_seed_same_verdict_and_repro():
     source = (EX.home / "mutants" / "oldest_preempted.py").read_text()
-    only = dataclasses.replace(EX, properties=tuple(p for p in EX.properties
-                                                    if p.name == "victim-newest"))
+    only = EX.only("victim-newest")
     a = runner.grade(only, source, "m.py", seed=7, examples=SMALL)
     b = runner.grade(only, source, "m.py", seed=7, examples=SMALL)
     assert [(p.passed, p.reason, p.script) for p in a.properties] == \
@@ -85,7 +78,7 @@ def test_same_seed_same_verdict_and_repro():
 def test_repro_script_runs_and_shows_the_bug(tmp_path):
     mutant = EX.home / "mutants" / "budget_off_by_one.py"
     (tmp_path / "m.py").write_text(mutant.read_text())
-    only = dataclasses.replace(EX, properties=tuple(p for p in EX.properties if p.name == "budget"))
+    only = EX.only("budget")
     verdict = runner.grade(only, mutant.read_text(), "m.py", examples=SMALL)
     (tmp_path / "repro.py").write_text(verdict.properties[0].script)
     done = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True,
