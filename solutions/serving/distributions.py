@@ -79,8 +79,8 @@ class Exponential(Distribution):
 
 
 @dataclass(frozen=True)
-class Gamma(Distribution):
-    """Gamma with a given mean and coefficient of variation (cv 1 is exponential; cv > 1 burstier)."""
+class _MeanAndCV(Distribution):
+    """A distribution named by its mean and coefficient of variation: E[X^2] = mean^2 (1 + cv^2)."""
 
     mean: float
     cv: float
@@ -91,6 +91,11 @@ class Gamma(Distribution):
     @property
     def second_moment(self) -> float:
         return self.mean**2 * (1 + self.cv**2)
+
+
+@dataclass(frozen=True)
+class Gamma(_MeanAndCV):
+    """Gamma with a given mean and coefficient of variation (cv 1 is exponential; cv > 1 burstier)."""
 
     def sample(self, n, rng):
         shape = 1 / self.cv**2
@@ -98,19 +103,9 @@ class Gamma(Distribution):
 
 
 @dataclass(frozen=True)
-class LogNormal(Distribution):
+class LogNormal(_MeanAndCV):
     """Log-normal with a given mean and coefficient of variation: the usual shape of prompt and
     output lengths in chat traces (a long right tail)."""
-
-    mean: float
-    cv: float
-
-    def __post_init__(self):
-        _positive(mean=self.mean, cv=self.cv)
-
-    @property
-    def second_moment(self) -> float:
-        return self.mean**2 * (1 + self.cv**2)
 
     def sample(self, n, rng):
         sigma2 = math.log1p(self.cv**2)
