@@ -23,6 +23,14 @@ from solutions.step_model import (ELEMENTWISE_PER_LAYER, GEMMS_PER_LAYER, Interc
 # docs/fidelity.ipynb checks it against published end-to-end runs.
 STEP_OVERHEAD_S = 0.5e-3
 
+# Time a request spends in the serving stack outside the engine's steps, paid once before its first
+# token: the HTTP request, tokenising the prompt, handing it to the engine core, detokenising and
+# streaming the first token back. vLLM v1 runs these in the API-server process, off the engine's
+# busy loop (vllm-project.github.io _posts/2025-01-24-v1.md, "Optimized Execution Loop & API
+# Server"), so they add to TTFT but do not slow the steps. An assumption, checked in
+# docs/fidelity.ipynb against the TTFT of published runs at low load.
+SERVING_STACK_S = 3e-3
+
 # Measured all-reduce latency of vLLM's custom all-reduce (bf16, no CUDA graph), message bytes -> us.
 # H100, TP 8: sgl-project/sglang PR 2904 ("optimize custom allreduce kernel"), table "vllm".
 # A100, TP 4: sgl-project/sglang PR 2688 ("Support twoshot kernel"), "vllm time" column.
