@@ -17,19 +17,24 @@ from solutions.step_model import (ELEMENTWISE_PER_LAYER, GEMMS_PER_LAYER, Interc
                                   elementwise_layer_cost, gemm_layer_cost)
 
 # Per-step time outside the kernels of a CUDA-graph engine: scheduling the step, preparing its
-# inputs, sampling and the gaps between graph launches. An assumption, sized to vLLM v1's own
-# account (GPU work of Llama-8B on an H100 is ~5 ms a step, and CPU overhead was the reason for v1's
-# re-architecture: vllm-project.github.io _posts/2025-01-24-v1.md, "Optimized Execution Loop");
-# docs/fidelity.ipynb checks it against published end-to-end runs.
-STEP_OVERHEAD_S = 0.5e-3
+# inputs, sampling and the gaps between graph launches. Fitted (solutions.fidelity.fit_overheads) on
+# ONE published run, vLLM v0.11.0 serving Qwen3-8B on one H100 at concurrency 1 (median TPOT
+# 7.22 ms; solutions/fidelity_serving.py, FIT_RUN): what is left of TPOT after the step model's
+# kernels. It is small because vLLM v1 overlaps most CPU work with the GPU (vllm-project.github.io
+# _posts/2025-01-24-v1.md, "Optimized Execution Loop") and because it also absorbs what the kernel
+# floors, fitted on eager-mode profiles, overstate under CUDA graphs. docs/fidelity.ipynb tests it
+# on the other published runs.
+STEP_OVERHEAD_S = 0.18e-3
 
 # Time a request spends in the serving stack outside the engine's steps, paid once before its first
-# token: the HTTP request, tokenising the prompt, handing it to the engine core, detokenising and
-# streaming the first token back. vLLM v1 runs these in the API-server process, off the engine's
-# busy loop (vllm-project.github.io _posts/2025-01-24-v1.md, "Optimized Execution Loop & API
-# Server"), so they add to TTFT but do not slow the steps. An assumption, checked in
-# docs/fidelity.ipynb against the TTFT of published runs at low load.
-SERVING_STACK_S = 3e-3
+# token: the HTTP request, the chat template, tokenising the prompt, handing it to the engine core,
+# detokenising and streaming the first token back. vLLM v1 runs these in the API-server process, off
+# the engine's busy loop (same post, "Optimized Execution Loop & API Server"), so they add to TTFT
+# but do not slow the steps. Fitted on the same one run (median TTFT 60.4 ms, of which the
+# simulator's prefill is ~8 ms): a `vllm serve` chat endpoint, measured by `vllm bench serve` on
+# the same host. The same lab's SGLang run of that benchmark shows 27 ms, so it is an engine and
+# front-end property, not physics.
+SERVING_STACK_S = 52e-3
 
 # Measured all-reduce latency of vLLM's custom all-reduce (bf16, no CUDA graph), message bytes -> us.
 # H100, TP 8: sgl-project/sglang PR 2904 ("optimize custom allreduce kernel"), table "vllm".
