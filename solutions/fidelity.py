@@ -65,6 +65,8 @@ class Replay:
     output_tok_s: float
     median_ttft_ms: float
     median_tpot_ms: float
+    prefill_tokens: int  # prompt tokens the simulated engine computed, recomputes after preemption included
+    preempted_requests: int
 
     def ratio(self, metric: str) -> float:
         """Predicted / measured for "output_tok_s", "median_ttft_ms" or "median_tpot_ms"."""
@@ -108,7 +110,8 @@ def replay(run: ServingRun, step_model: StepModel | None = None, serving_stack_s
     else:
         duration, ttft = res.span_s + stack, res.ttft
     return Replay(run, duration, float(res.output_tokens.sum()) / duration, float(np.median(ttft)) * 1e3,
-                  float(np.nanmedian(res.tpot)) * 1e3)
+                  float(np.nanmedian(res.tpot)) * 1e3, int(np.sum(res.steps["prefill_tokens"])),
+                  int((res.preemptions > 0).sum()))
 
 
 # vLLM's defaults for `vllm serve` on a GPU with >= 70 GiB that is not an A100:
