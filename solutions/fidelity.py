@@ -100,8 +100,9 @@ def replay(run: ServingRun, step_model: StepModel | None = None, serving_stack_s
     model, gpu = getattr(models, run.model), GPUS[run.gpu]
     sm = step_model or StepModel.of(model, gpu, run.tp)
     stack = step_defaults.SERVING_STACK_S if serving_stack_s is None else serving_stack_s
-    replica = Replica.of(model, gpu, run.tp, step_model=sm, max_num_batched_tokens=VLLM_H100_MAX_NUM_BATCHED_TOKENS,
-                         max_num_seqs=run.max_concurrency or VLLM_H100_MAX_NUM_SEQS, serving_stack_s=stack)
+    batched_tokens, max_seqs = vllm_serve_defaults(gpu)
+    replica = Replica.of(model, gpu, run.tp, step_model=sm, max_num_batched_tokens=batched_tokens,
+                         max_num_seqs=run.max_concurrency or max_seqs, serving_stack_s=stack)
     res = simulate(run_workload(run, seed), replica)
     if run.max_concurrency:
         queued = res.queue_wait
@@ -114,11 +115,13 @@ def replay(run: ServingRun, step_model: StepModel | None = None, serving_stack_s
                   int((res.preemptions > 0).sum()))
 
 
-# vLLM's defaults for `vllm serve` on a GPU with >= 70 GiB that is not an A100:
-# vllm-project/vllm@99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b:vllm/engine/arg_utils.py,
-# EngineArgs._set_default_args (OPENAI_API_SERVER usage context)
-VLLM_H100_MAX_NUM_BATCHED_TOKENS = 8192
-VLLM_H100_MAX_NUM_SEQS = 1024
+def vllm_serve_defaults(gpu: GPU) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) that `vllm serve` picks for `gpu`: 8,192 and 1,024
+    on a GPU with >= 70 GiB that is not an A100, else 2,048 and 256
+    (vllm-project/vllm@99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b:vllm/engine/arg_utils.py,
+    EngineArgs._set_default_args, OPENAI_API_SERVER usage context)."""
+    large = gpu.hbm_capacity_bytes >= 70 * 2**30 and "A100" not in gpu.name
+    return (8192, 1024) if large else (2048, 256)
 
 
 def fit_overheads(run: ServingRun) -> tuple[float, float]:

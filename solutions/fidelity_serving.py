@@ -22,6 +22,7 @@ from dataclasses import dataclass
 GPUSTACK = "gpustack/gpustack"
 QWEN3_8B_LATENCY = f"{GPUSTACK}@1dbc3b8130da92d31539404545a1aff5c3992f8c:docs/performance-lab/qwen3-8b/h100-latency.md"
 QWEN3_14B_THROUGHPUT = f"{GPUSTACK}@7ae332aaf05783e657560ef927c527b156e2536d:docs/performance-lab/qwen3-14b/h100.md"
+QWEN3_14B_A100 = f"{GPUSTACK}@10e9444a07c73556f2ef0d10d2b2766bbf54c9c0:docs/performance-lab/qwen3-14b/a100.md"
 ENGINE = "vLLM v0.11.0, `vllm serve <model>` (defaults), BF16, 1x H100 SXM"
 
 
@@ -60,9 +61,11 @@ def _qwen3_8b(c, duration, out_tok_s, ttft, tpot):
                       f"'Other Benchmark Cases', baseline (vLLM) results, '# BS={c}'")
 
 
-def _qwen3_14b(name, dataset, n, tokens_in, tokens_out, duration, out_tok_s, ttft, tpot, section):
-    return ServingRun(f"Qwen3-14B {name}", "QWEN3_14B", "H100 SXM", 1, dataset, n, None, tokens_in, tokens_out,
-                      duration, out_tok_s, ttft, tpot, QWEN3_14B_THROUGHPUT, section)
+def _qwen3_14b(name, dataset, n, tokens_in, tokens_out, duration, out_tok_s, ttft, tpot, section,
+               gpu="H100 SXM", source=QWEN3_14B_THROUGHPUT):
+    prefix = "Qwen3-14B" if gpu == "H100 SXM" else "A100: Qwen3-14B"
+    return ServingRun(f"{prefix} {name}", "QWEN3_14B", gpu, 1, dataset, n, None, tokens_in, tokens_out,
+                      duration, out_tok_s, ttft, tpot, source, section)
 
 
 RUNS = (
@@ -80,6 +83,10 @@ RUNS = (
                284.52, "'Other Benchmark Cases', baseline results, '# random 32K input'"),
     _qwen3_14b("random 128 in / 4 out, 1000 at once", "random", 1000, 127698, 4000, 22.72, 176.06, 18061.13,
                597.29, "'Other Benchmark Cases', baseline results, '# random 128 input'"),
+    # The same ShareGPT burst on the GPU the kernels were fitted on. The page says "NVIDIA A100
+    # GPUs"; an 80GB SXM card is assumed (vLLM's A100 defaults: 2,048 batched tokens, 256 sequences).
+    _qwen3_14b("ShareGPT, 1000 at once", "sharegpt", 1000, 217393, 201605, 106.82, 1887.31, 39151.17, 106.15,
+               "'1. Choosing the Inference Engine', vLLM benchmark result", "A100 80GB SXM", QWEN3_14B_A100),
 )
 RUNS_BY_NAME = {r.name: r for r in RUNS}
 
