@@ -67,3 +67,31 @@ def test_random_order_strands_under_pressure_and_a_request_too_big_is_refused():
         ChainPool(num_blocks=2, block_size=16).serve(tuple(range(64)), ())
     with pytest.raises(ValueError, match="order"):
         ChainPool(num_blocks=2, block_size=16, order="lifo")
+
+
+def test_prefix_boundary_counts_whole_blocks_before_the_first_difference():
+    from solutions.prefix_check import prefix_boundary
+    a = list(range(100))
+    b = a[:37] + [-1] + a[38:]
+    boundary = prefix_boundary(a, b, block_size=16)
+    assert (boundary.first_difference, boundary.reusable_blocks, boundary.lost_to_partial_block) == (37, 2, 5)
+    same = prefix_boundary(a, a[:50])
+    assert same.first_difference is None and same.reusable_tokens == 48
+    with pytest.raises(ValueError, match="block_size"):
+        prefix_boundary(a, b, block_size=0)
+
+
+def test_merge_at_join_finds_a_tokenizer_that_merges_across_the_join():
+    from solutions.prefix_check import merge_at_join
+
+    def pairs(text):      # a toy tokenizer that merges "ab" into one id
+        out, i = [], 0
+        while i < len(text):
+            if text[i:i + 2] == "ab":
+                out.append(1000); i += 2
+            else:
+                out.append(ord(text[i])); i += 1
+        return out
+
+    assert merge_at_join(pairs, "xxa", "bxx").first_difference == 2
+    assert merge_at_join(pairs, "xxa", "cxx").first_difference is None
