@@ -32,8 +32,8 @@ STEP_OVERHEAD_S = 0.18e-3
 # the engine's busy loop (same post, "Optimized Execution Loop & API Server"), so they add to TTFT
 # but do not slow the steps. Fitted on the same one run (median TTFT 60.4 ms, of which the
 # simulator's prefill is ~8 ms): a `vllm serve` chat endpoint, measured by `vllm bench serve` on
-# the same host. The same lab's SGLang run of that benchmark shows 27 ms, so it is an engine and
-# front-end property, not physics.
+# the same host. The same lab's SGLang run of that benchmark has a 27 ms median TTFT, prefill
+# included, so it is an engine and front-end property, not physics.
 SERVING_STACK_S = 52e-3
 
 # Measured all-reduce latency of vLLM's custom all-reduce (bf16, no CUDA graph), message bytes -> us.
