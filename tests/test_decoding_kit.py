@@ -73,3 +73,60 @@ def test_vectorised_walk_matches_the_scalar_automaton_and_the_cache_matches_the_
             assert g.advance(ctx, vocab.token_bytes[tid]).alive == (w.status[tid] == g.LIVE)
         assert (cache.mask(ctx)[0] == g.naive_mask(vocab, ctx)[0]).all()
         ctx = g.advance(ctx, vocab.token_bytes[t])
+
+
+# ---- n-gram drafting and speculative arithmetic ------------------------------------------------
+from solutions.ngram_draft import longest_match, propose, replay  # noqa: E402
+from solutions.speculative import expected_tokens, expected_tokens_iid, verify_step  # noqa: E402
+
+
+def test_ngram_matches_vllm_docstring_example():
+    # NgramProposer.propose's docstring: [1,2,3,4,2,3], min 2, max 3, k 4 -> [4, 2, 3]
+    assert propose([1, 2, 3, 4, 2, 3], 2, 3, 4) == [4, 2, 3]
+    assert propose([1, 2, 3], 2, 3, 4) == []
+    assert propose([1, 2, 1, 2], 1, 2, 5, max_model_len=5) == [1]
+
+
+@SETTINGS
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=30), st.integers(1, 3), st.integers(0, 2), st.integers(1, 4))
+def test_ngram_draft_is_the_longest_earliest_match(tokens, lo, extra, k):
+    hi = lo + extra
+    n, start = longest_match(tokens, lo, hi)
+    suffix = lambda m: tokens[len(tokens) - m:]  # noqa: E731
+    occurs = lambda m: [s for s in range(len(tokens) - m) if tokens[s:s + m] == suffix(m)]  # noqa: E731
+    longer = [m for m in range(lo, hi + 1) if m < len(tokens) and occurs(m)]
+    if not longer:
+        assert (n, start) == (0, -1) and propose(tokens, lo, hi, k) == []
+    else:
+        assert n == max(longer) and start == occurs(n)[0]
+        assert propose(tokens, lo, hi, k) == tokens[start + n:start + n + k]
+
+
+@SETTINGS
+@given(st.lists(st.integers(0, 3), max_size=15), st.lists(st.integers(0, 3), min_size=1, max_size=30))
+def test_replay_is_lossless_and_accounts_every_token(prompt, output):
+    r = replay(prompt, output, 1, 2, 3)
+    rebuilt = []
+    for s in r.steps:
+        assert s.position == len(rebuilt) and list(s.draft[:s.accepted]) == output[s.position:s.position + s.accepted]
+        rebuilt += output[s.position:s.position + s.emitted]
+    assert rebuilt == output and r.target_steps <= len(output)
+
+
+def test_speculative_arithmetic():
+    from solutions.hardware import H100_SXM
+    from solutions.models import LLAMA_3_1_8B
+    from solutions.step_model import StepModel
+
+    sm = StepModel.of(LLAMA_3_1_8B, H100_SXM)
+    assert verify_step(sm, 8, 500, 0).seconds == sm.decode(8, 500).seconds
+    times = [verify_step(sm, 64, 500, d).seconds for d in range(6)]
+    assert all(a < b for a, b in zip(times, times[1:]))
+    assert expected_tokens([0.8] * 4) == pytest.approx(expected_tokens_iid(0.8, 4))
+    assert expected_tokens([]) == 1.0 and expected_tokens_iid(1.0, 3) == 4.0
+    with pytest.raises(ValueError):
+        expected_tokens([1.2])
+    with pytest.raises(ValueError):
+        propose([1, 2], 0, 2, 3)
+    with pytest.raises(ValueError):
+        verify_step(sm, 1, 10, -1)
