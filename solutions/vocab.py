@@ -72,3 +72,10 @@ def pieces(ids) -> list[str]:
     """Each token id as text (bytes decoded leniently), for printing traces."""
     enc = encoding()
     return [enc.decode_single_token_bytes(int(i)).decode("utf-8", errors="replace") for i in ids]
+
+
+def pretokens(text: str) -> list[str]:
+    """The pieces cl100k's pre-tokenizer splits `text` into; BPE never merges across them."""
+    import regex
+
+    return [m.group(0) for m in regex.finditer(encoding()._pat_str, text)]

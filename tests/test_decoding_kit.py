@@ -130,3 +130,56 @@ def test_speculative_arithmetic():
         propose([1, 2], 0, 2, 3)
     with pytest.raises(ValueError):
         verify_step(sm, 1, 10, -1)
+
+
+# ---- schema automaton and jump-forward ----------------------------------------------------------
+from solutions.jump_forward import replay as jump_replay  # noqa: E402
+from solutions.schema_automaton import compile_schema, token_masks, token_walk  # noqa: E402
+from solutions.vocab import encoding  # noqa: E402
+
+ITEM = {"type": "object", "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"},
+                                         "price": {"type": "number"}}}
+SCHEMA = {"type": "object", "properties": {"id": {"type": "string"}, "cur": {"enum": ["EUR", "USD"]},
+                                           "lines": {"type": "array", "items": ITEM}, "paid": {"type": "boolean"}}}
+words = st.text(alphabet="abc XYZ-09", max_size=6)
+items = st.builds(lambda sku, qty, price: {"sku": sku, "qty": qty, "price": price}, words, st.integers(-50, 500),
+                  st.one_of(st.integers(0, 99), st.sampled_from([0.5, 19.99, 3.25])))
+invoices = st.builds(lambda i, cur, lines, paid: {"id": i, "cur": cur, "lines": lines, "paid": paid},
+                     words, st.sampled_from(["EUR", "USD"]), st.lists(items, max_size=3), st.booleans())
+
+
+@SETTINGS
+@given(invoices, st.data())
+def test_schema_dfa_accepts_exactly_the_schema(doc, data):
+    dfa = compile_schema(SCHEMA)
+    text = json.dumps(doc)
+    assert dfa.accepts(text)
+    cut = data.draw(st.integers(0, len(text) - 1))
+    broken = text[:cut] + text[cut + 1:]
+    if dfa.accepts(broken):  # deleting a character may still give a valid invoice, never invalid JSON
+        assert python_accepts(broken) and list(json.loads(broken)) == ["id", "cur", "lines", "paid"]
+
+
+def test_schema_masks_match_per_state_walks_and_forced_strings():
+    vocab = cl100k()
+    dfa = compile_schema(SCHEMA)
+    masks, steps = token_masks(dfa, vocab)
+    for state in (1, 7, dfa.states // 2, dfa.states):
+        dest, walked = token_walk(dfa, vocab, state)
+        assert walked == steps[state] and ((dest != 0) == masks[state]).all()
+    assert dfa.forced(dfa.start) == b'{"id": "'
+    with pytest.raises(ValueError):
+        compile_schema({"type": "null"})
+
+
+def test_jump_forward_keeps_the_text_and_off_keeps_the_tokens():
+    dfa = compile_schema(SCHEMA)
+    text = json.dumps({"id": "A-1", "cur": "USD", "lines": [{"sku": "x", "qty": 2, "price": 0.5}], "paid": True})
+    runs = {mode: jump_replay(dfa, text, mode) for mode in ("off", "full", "hold back last piece")}
+    assert all(encoding().decode(list(r.tokens)) == text for r in runs.values())
+    assert list(runs["off"].tokens) == tokenize(text) and runs["off"].sampled == len(tokenize(text))
+    assert runs["full"].sampled <= runs["hold back last piece"].sampled <= runs["off"].sampled
+    with pytest.raises(ValueError):
+        jump_replay(dfa, text.replace("USD", "JPY"), "full")
+    with pytest.raises(ValueError):
+        jump_replay(dfa, text, "sideways")
