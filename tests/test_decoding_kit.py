@@ -183,3 +183,29 @@ def test_jump_forward_keeps_the_text_and_off_keeps_the_tokens():
         jump_replay(dfa, text.replace("USD", "JPY"), "full")
     with pytest.raises(ValueError):
         jump_replay(dfa, text, "sideways")
+
+
+# ---- where the mask runs --------------------------------------------------------------------------
+from solutions.mask_overlap import loop_step, mask_fill_seconds, mask_threads  # noqa: E402
+
+
+def test_mask_fill_follows_vllms_serial_and_parallel_paths():
+    assert mask_fill_seconds(128, 1.0) == 128  # serial up to the threshold
+    assert mask_fill_seconds(129, 1.0, cpus=32) == 2 * 16  # 9 chunks of 16 on 8 threads: 2 rounds
+    assert mask_fill_seconds(256, 1.0, spec_tokens=4) == 256 * 5  # speculative rows stay serial
+    assert mask_threads(1) == 1 and mask_threads(6) == 3 and mask_threads(64) == 8
+    with pytest.raises(ValueError):
+        mask_fill_seconds(-1, 1.0)
+
+
+def test_loop_step_hides_the_mask_only_under_the_forward_pass():
+    from solutions.hardware import H100_SXM
+    from solutions.models import LLAMA_3_1_8B
+    from solutions.step_model import StepModel
+
+    sm = StepModel.of(LLAMA_3_1_8B, H100_SXM)
+    base = loop_step(sm, 16, 500, 0.0)
+    assert base.hidden and base.period_s == pytest.approx(sm.decode(16, 500).seconds)
+    slow = loop_step(sm, 16, 500, 2 * base.forward_s / 16)
+    assert not slow.hidden and slow.stall_s == pytest.approx(base.forward_s)
+    assert loop_step(sm, 16, 500, 0.0, async_scheduling=True).period_s == pytest.approx(base.forward_s)
