@@ -42,3 +42,30 @@ def expected_tokens_iid(alpha: float, k: int) -> float:
     if not 0 <= alpha <= 1 or k < 0:
         raise ValueError(f"need 0 <= alpha <= 1 and k >= 0, got alpha={alpha}, k={k}")
     return float(k + 1) if alpha == 1 else (1 - alpha ** (k + 1)) / (1 - alpha)
+
+
+def conditional_from_cumulative(per_position) -> np.ndarray:
+    """Engines report per-position acceptance as (accepted at position i) / (drafts): cumulative.
+    The chance that position i is accepted given 1..i-1 were is the ratio of neighbours."""
+    cum = np.asarray(per_position, dtype=float)
+    if cum.ndim != 1 or cum.size == 0 or np.any(cum <= 0) or np.any(cum > 1) or np.any(np.diff(cum) > 0):
+        raise ValueError(f"per-position rates must be non-increasing probabilities in (0, 1], got {per_position!r}")
+    return np.concatenate(([cum[0]], cum[1:] / cum[:-1]))
+
+
+def medusa_heads_s(sm: StepModel, batch: float, heads: int) -> float:
+    """Extra time per step of `heads` Medusa-style heads on the target's last hidden state: each is a
+    residual block (hidden x hidden) and its own hidden x vocab projection, i.e. the LM head's kernel
+    with (1 + hidden / vocab) times its weights, on `batch` positions."""
+    if heads < 0:
+        raise ValueError(f"heads must be >= 0, got {heads}")
+    m = sm.model
+    return heads * float(sm.lm_head_s(batch)) * (1 + m.hidden_size / m.vocab_size)
+
+
+def chain_draft_s(draft: StepModel, batch: float, context_len: float, k: int) -> float:
+    """A draft model proposing `k` tokens one after another: k decode steps of the draft. Build
+    `draft` with overhead_s=0 when the engine's per-step overhead is already paid by the target."""
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    return k * draft.decode(batch, context_len).seconds if k else 0.0

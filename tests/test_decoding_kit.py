@@ -209,3 +209,21 @@ def test_loop_step_hides_the_mask_only_under_the_forward_pass():
     slow = loop_step(sm, 16, 500, 2 * base.forward_s / 16)
     assert not slow.hidden and slow.stall_s == pytest.approx(base.forward_s)
     assert loop_step(sm, 16, 500, 0.0, async_scheduling=True).period_s == pytest.approx(base.forward_s)
+
+
+def test_draft_costs_and_cumulative_rates():
+    from solutions.hardware import H100_SXM
+    from solutions.models import LLAMA_3_2_1B, LLAMA_3_3_70B
+    from solutions.speculative import chain_draft_s, conditional_from_cumulative, medusa_heads_s
+    from solutions.step_model import StepModel
+
+    assert conditional_from_cumulative([0.8, 0.4, 0.2]) == pytest.approx([0.8, 0.5, 0.5])
+    with pytest.raises(ValueError):
+        conditional_from_cumulative([0.4, 0.8])  # cumulative rates cannot grow with depth
+    target = StepModel.of(LLAMA_3_3_70B, H100_SXM, tp=4)
+    heads = medusa_heads_s(target, 1, 4)
+    assert heads == pytest.approx(4 * target.lm_head_s(1) * (1 + 8192 / 128256))
+    assert 0 < heads < target.decode(1, 1000).seconds / 10  # a few percent of a step
+    draft = StepModel.of(LLAMA_3_2_1B, H100_SXM, overhead_s=0.0)
+    assert chain_draft_s(draft, 8, 1000, 4) == pytest.approx(4 * draft.decode(8, 1000).seconds)
+    assert chain_draft_s(draft, 8, 1000, 0) == 0.0
