@@ -82,18 +82,19 @@ class KernelFit:
 class Interconnect:
     """The tensor-parallel link as an all-reduce sees it: a latency per collective and the bus
     bandwidth a ring reaches (bytes each GPU sends per second), so a ring all-reduce of m bytes
-    over n GPUs takes latency + 2 (n - 1) / n x m / bus bandwidth. Engines switch algorithm by
-    message size: vLLM runs its custom all-reduce for messages under 8 MiB and NCCL above
-    (`CustomAllreduce.should_custom_ar`: `inp_size < self.max_size`, `max_size=8192 * 1024`,
+    over n GPUs takes latency + 2 (n - 1) / n x m / bus bandwidth. The latency and the small-message
+    bandwidth are fitted on measured decode-sized all-reduces (up to `large_from_bytes`); bigger
+    messages run the bandwidth-optimal algorithms (vLLM's two-shot custom all-reduce below 8 MiB,
+    NCCL's ring above: `CustomAllreduce.should_custom_ar`, `max_size=8192 * 1024`,
     vllm-project/vllm@0ad80649d36672284c95b5e1ae73447d9d5f207f:vllm/distributed/device_communicators/
-    custom_all_reduce.py). With `large_bus_bytes_per_s` given, messages of `large_from_bytes` or more
-    are priced at that (NCCL ring) bandwidth."""
+    custom_all_reduce.py), so with `large_bus_bytes_per_s` given, the bytes beyond the measured range
+    move at that bandwidth (continuous in the message size)."""
 
     latency_s: float
     bus_bytes_per_s: float
     source: str
     large_bus_bytes_per_s: float | None = None
-    large_from_bytes: float = 8 * 1024 * 1024
+    large_from_bytes: float = 1024 * 1024
 
     def __post_init__(self):
         if self.latency_s < 0 or self.bus_bytes_per_s <= 0 or (self.large_bus_bytes_per_s or 1) <= 0:
@@ -103,14 +104,13 @@ class Interconnect:
     def allreduce_s(self, message_bytes, gpus: int):
         if gpus <= 1:
             return 0.0
-        ring = 2 * (gpus - 1) / gpus * message_bytes
-        small = self.latency_s + ring / self.bus_bytes_per_s
+        share = 2 * (gpus - 1) / gpus  # bytes each GPU sends per message byte in a ring
         if self.large_bus_bytes_per_s is None:
-            return small
-        large = self.latency_s + ring / self.large_bus_bytes_per_s
-        if isinstance(message_bytes, np.ndarray):
-            return np.where(message_bytes < self.large_from_bytes, small, large)
-        return small if message_bytes < self.large_from_bytes else large
+            return self.latency_s + share * message_bytes / self.bus_bytes_per_s
+        small = np.minimum(message_bytes, self.large_from_bytes)
+        beyond = message_bytes - small
+        return (self.latency_s + share * small / self.bus_bytes_per_s
+                + share * beyond / self.large_bus_bytes_per_s)
 
 
 @dataclass(frozen=True)
