@@ -21,11 +21,20 @@ from solutions.units import GiB
 # What torch (and so vLLM's MemorySnapshot) sees as a GPU's total memory, where we know it.
 # A card sold as "80GB" reports more than 80e9 bytes: about 79 GiB (85 GB).
 TORCH_TOTAL_MEMORY_BYTES = {
+    "A100 80GB SXM": 79.15 * GiB,
     "H100 SXM": 79.18 * GiB,
+    "H200 SXM": 139.80 * GiB,
 }
 TORCH_TOTAL_MEMORY_SOURCE = (
-    "H100 80GB HBM3: torch.OutOfMemoryError reports 'GPU 0 has a total capacity of 79.18 GiB' "
-    "(torch.cuda total memory); nvidia-smi lists the card as 81,559 MiB = 79.65 GiB"
+    "The total torch reports in its CUDA out-of-memory message. "
+    "A100 80GB: 'GPU 3 has a total capacity of 79.15 GiB' (vllm-project/vllm issue 8903, 4x A100 80GB); "
+    "H100 80GB HBM3: 'GPU 0 has a total capacity of 79.18 GiB' on 1x H100 HBM3 (79.21 on its 8x nodes; "
+    "PrimeIntellect-ai/prime-rl:benchmarks/results/BENCHMARKS.md, 'Failed Benchmarks', version of 2026-01-13); "
+    "H200: 'GPU 0 has a total capacity of 139.80 GiB' (ZhengHongming888/dynamo@"
+    "206b708986af1a7816f0eebd504e88d7fb0f66d8:01_cuda_sh/disagg_h200_32b/8img_4k_blocked.md, and the same "
+    "prime-rl page). The figure moves by ~0.1 GiB with the driver. NVML (nvidia-smi) "
+    "lists more, 81,920 / 81,559 / 143,771 MiB (thundergolfer.com/blog/nvidia-gpu-memory-capacity): the driver "
+    "keeps a few hundred MiB that torch never sees"
 )
 
 # vLLM's default share of GPU memory: vllm-project/vllm@c1d86421174a87056edc90a41dc9942391509e84:

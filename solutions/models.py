@@ -259,3 +259,35 @@ NEMOTRON_H_8B = Model(
 )
 
 MODELS[NEMOTRON_H_8B.name] = NEMOTRON_H_8B
+
+# Qwen3 dense models, for the published vLLM runs in solutions/fidelity_serving.py. Their per-head
+# q/k RMSNorm weights (2 x 128 per layer) are left out: under 0.001% of the parameters.
+QWEN3_8B = Model(
+    name="Qwen3 8B",
+    hf_id="Qwen/Qwen3-8B",
+    num_layers=36,
+    hidden_size=4096,
+    num_heads=32,
+    num_kv_heads=8,
+    head_dim=128,
+    intermediate_size=12288,
+    vocab_size=151936,
+    tie_word_embeddings=False,
+    source="huggingface.co/Qwen/Qwen3-8B/blob/main/config.json, as restated in zyzshishui/slime@"
+    "f80d8133bb059096920cb7e95b4f5fa134b77911:scripts/models/qwen3-8B.sh; model card: 8.2B parameters",
+)
+
+QWEN3_14B = Model(
+    name="Qwen3 14B",
+    hf_id="Qwen/Qwen3-14B",
+    num_layers=40,
+    hidden_size=5120,
+    num_heads=40,
+    num_kv_heads=8,
+    head_dim=128,
+    intermediate_size=17408,
+    vocab_size=151936,
+    tie_word_embeddings=False,
+    source="huggingface.co/Qwen/Qwen3-14B/blob/main/config.json, as restated in zyzshishui/slime@"
+    "aa3375040b9b7fd90832fb03099776d0a34ce41c:scripts/models/qwen3-14B.sh; model card: 14.8B parameters",
+)

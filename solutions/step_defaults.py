@@ -9,23 +9,32 @@ from __future__ import annotations
 
 import numpy as np
 
+from solutions import calibration as cal
+from solutions.calibration import A100_FIT
 from solutions.hardware import GPU
-from solutions.step_model import Interconnect, KernelFit
+from solutions.roofline import Efficiency
+from solutions.step_model import (ELEMENTWISE_PER_LAYER, GEMMS_PER_LAYER, Interconnect, KernelFit,
+                                  elementwise_layer_cost, gemm_layer_cost)
 
 # Per-step time outside the kernels of a CUDA-graph engine: scheduling the step, preparing its
-# inputs, sampling and the gaps between graph launches. An assumption, sized to vLLM v1's own
-# account (GPU work of Llama-8B on an H100 is ~5 ms a step, and CPU overhead was the reason for v1's
-# re-architecture: vllm-project.github.io _posts/2025-01-24-v1.md, "Optimized Execution Loop");
-# docs/fidelity.ipynb checks it against published end-to-end runs.
-STEP_OVERHEAD_S = 0.5e-3
+# inputs, sampling and the gaps between graph launches. Fitted (solutions.fidelity.fit_overheads) on
+# ONE published run, vLLM v0.11.0 serving Qwen3-8B on one H100 at concurrency 1 (median TPOT
+# 7.22 ms; solutions/fidelity_serving.py, FIT_RUN): what is left of TPOT after the step model's
+# kernels. It is small because vLLM v1 overlaps most CPU work with the GPU (vllm-project.github.io
+# _posts/2025-01-24-v1.md, "Optimized Execution Loop") and because it also absorbs what the kernel
+# floors, fitted on eager-mode profiles, overstate under CUDA graphs. docs/fidelity.ipynb tests it
+# on the other published runs.
+STEP_OVERHEAD_S = 0.18e-3
 
 # Time a request spends in the serving stack outside the engine's steps, paid once before its first
-# token: the HTTP request, tokenising the prompt, handing it to the engine core, detokenising and
-# streaming the first token back. vLLM v1 runs these in the API-server process, off the engine's
-# busy loop (vllm-project.github.io _posts/2025-01-24-v1.md, "Optimized Execution Loop & API
-# Server"), so they add to TTFT but do not slow the steps. An assumption, checked in
-# docs/fidelity.ipynb against the TTFT of published runs at low load.
-SERVING_STACK_S = 3e-3
+# token: the HTTP request, the chat template, tokenising the prompt, handing it to the engine core,
+# detokenising and streaming the first token back. vLLM v1 runs these in the API-server process, off
+# the engine's busy loop (same post, "Optimized Execution Loop & API Server"), so they add to TTFT
+# but do not slow the steps. Fitted on the same one run (median TTFT 60.4 ms, of which the
+# simulator's prefill is ~8 ms): a `vllm serve` chat endpoint, measured by `vllm bench serve` on
+# the same host. The same lab's SGLang run of that benchmark shows 27 ms, so it is an engine and
+# front-end property, not physics.
+SERVING_STACK_S = 52e-3
 
 # Measured all-reduce latency of vLLM's custom all-reduce (bf16, no CUDA graph), message bytes -> us.
 # H100, TP 8: sgl-project/sglang PR 2904 ("optimize custom allreduce kernel"), table "vllm".
@@ -62,9 +71,42 @@ def interconnect(gpu: GPU) -> Interconnect | None:
     return AMPERE_NVLINK if gpu.name.startswith("A100") else HOPPER_NVLINK
 
 
-def kernel_fit(gpu: GPU) -> KernelFit:
-    """Fractions of peak per kernel class. Fitted on A100 kernels (`solutions.calibration`);
-    on other GPUs the same fractions are an assumption that docs/fidelity.ipynb tests."""
-    from solutions.calibration import A100_FIT
+# ---- kernel fits ------------------------------------------------------------------------------
+# Hopper: the same least-squares fit as `calibration.fit_a100`, on Vidur's H100 profiles
+# (solutions/fidelity_h100.py), priced on the H100 SXM. Fitted on three layer shapes; Llama-2-70B
+# (the layer shape of the kit's Llama 3.x 70B) and InternLM-20B are held out and tested in
+# docs/fidelity.ipynb. There is no H100 attention profile in the store, so attention keeps the
+# A100 fractions: an assumption, tested only end to end.
+H100_HELD_OUT_MODELS = ("meta-llama/Llama-2-70b-hf", "internlm/internlm-20b")
 
-    return A100_FIT
+HOPPER_FIT = KernelFit(
+    gemm=Efficiency(compute=0.68, memory=0.91, overhead_s=5.5e-6),
+    attention=A100_FIT.attention,
+    elementwise=Efficiency(compute=1.0, memory=0.66, overhead_s=3.5e-6),
+    source="fit_h100(): least squares in log time on Vidur's H100 profiles (solutions/fidelity_h100.py), "
+    "GEMMs and elementwise kernels of Llama-2-7B, CodeLlama-34B, Qwen-72B at TP 1-8 priced on the H100 SXM; "
+    "attention (not profiled on H100) keeps A100_FIT's fractions",
+)
+
+
+def fit_h100() -> KernelFit:
+    """Re-derive `HOPPER_FIT` from the training split of solutions/fidelity_h100.py."""
+    from solutions import fidelity_h100 as data
+    from solutions.hardware import H100_SXM
+
+    train = [r for r in data.LINEAR if r.model not in H100_HELD_OUT_MODELS]
+    gemm = cal.fit_efficiency([gemm_layer_cost(cal.profiled_model(r.shape), r.num_tokens, r.tp) for r in train],
+                              [r.linear_total_ms * 1e-3 for r in train], GEMMS_PER_LAYER,
+                              cal.FRACTIONS, cal.FRACTIONS, cal.FLOORS_S, H100_SXM)
+    elementwise = cal.fit_efficiency(
+        [elementwise_layer_cost(cal.profiled_model(r.shape), r.num_tokens, r.tp) for r in train],
+        [cal._elementwise_ms(r) * 1e-3 for r in train], ELEMENTWISE_PER_LAYER, [1.0], cal.FRACTIONS,
+        cal.FLOORS_S, H100_SXM)
+    return KernelFit(gemm, A100_FIT.attention, elementwise, HOPPER_FIT.source)
+
+
+def kernel_fit(gpu: GPU) -> KernelFit:
+    """Fractions of peak per kernel class: fitted on H100 kernels for Hopper (H100, H200), on
+    A100 kernels for every other GPU. Carrying a fit to a GPU it was not measured on (H200, H100
+    PCIe, B200, L40S) is an assumption that docs/fidelity.ipynb names."""
+    return HOPPER_FIT if gpu.name.startswith(("H100", "H200")) else A100_FIT

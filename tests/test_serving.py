@@ -237,9 +237,29 @@ def test_without_chunking_a_prompt_waits_for_a_whole_budget():
 def test_prefix_hits_skip_their_prefill(light_run):
     work, replica, result = light_run
     bs = replica.kv_pool.block_size
-    hits = np.minimum(work.prefix_hit_tokens, work.prompt_tokens - 1) // bs * bs
-    assert result.preemptions.sum() == 0 and hits.sum() > 0
-    assert result.steps["prefill_tokens"].sum() == (work.prompt_tokens - hits).sum()
+    shared = np.minimum(work.prefix_hit_tokens, work.prompt_tokens - 1) // bs * bs
+    assert result.preemptions.sum() == 0 and result.cached_tokens.sum() > 0.5 * shared.sum()
+    assert np.all(result.cached_tokens <= shared) and np.all(result.cached_tokens % bs == 0)
+    assert result.steps["prefill_tokens"].sum() == (work.prompt_tokens - result.cached_tokens).sum()
+
+
+def test_a_prefix_hits_only_once_cached_and_is_evicted_under_pressure():
+    """Group 0's 1,600-token system prompt: the first request computes it, the second (arriving
+    after the first is done) hits all 100 blocks. Then a burst of requests of other groups needs
+    the whole pool: the unreferenced cached prefix is evicted, so the last group-0 request misses."""
+    bs, prefix = 16, 1600
+    arrivals = np.array([0.0, 1.0, 2.0, 2.0, 2.0, 4.0])
+    prompts = np.array([1700, 1700, 3000, 3000, 3000, 1700])
+    groups = np.array([0, 0, 1, 2, 3, 0])
+    work = Workload(arrivals, prompts, 8, prefix_hit_tokens=np.where(groups == 0, prefix, 0), prefix_group=groups)
+    replica = Replica.of(LLAMA_3_1_8B, H100_SXM, kv_blocks=3 * 188 + 50, block_size=bs, max_num_seqs=8,
+                         max_num_batched_tokens=16384)
+    result = simulate(work, replica)
+    assert list(result.cached_tokens) == [0, prefix, 0, 0, 0, 0]
+    assert result.evicted_blocks == prefix // bs
+    assert result.steps["kv_blocks_used"].max() <= replica.kv_pool.num_blocks
+    law = result.littles_law()
+    assert law["rel_error"] < 1e-9
 
 
 def test_fcfs_admits_in_arrival_order(light_run):

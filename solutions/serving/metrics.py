@@ -35,7 +35,7 @@ class SLO:
 
 @dataclass
 class Result:
-    """Per request: arrival_s, admitted_s, first_token_s, finish_s, preemptions, and every token's
+    """Per request: arrival_s, admitted_s, first_token_s, finish_s, preemptions, cached_tokens, and every token's
     time (`token_times(rid)`). Per step (`steps`): start_s, end_s, decode_tokens, decode_context
     (their cached tokens in total), prefill_tokens, seqs, kv_blocks_used, waiting, running."""
 
@@ -54,6 +54,8 @@ class Result:
     kv_blocks: int
     area: float  # integral of the number in system over the run, from the engine's counters
     serving_stack_s: float = 0.0  # per request, outside the engine: added to TTFT and E2E
+    cached_tokens: np.ndarray | None = None  # prompt tokens found in the prefix cache (last admission)
+    evicted_blocks: int = 0  # cached prefix blocks evicted to make room
 
     @classmethod
     def from_run(cls, workload, replica, sched, steps, area) -> "Result":
@@ -83,6 +85,8 @@ class Result:
             kv_blocks=replica.kv_pool.num_blocks,
             area=area,
             serving_stack_s=replica.serving_stack_s,
+            cached_tokens=np.array(sched.hit_tokens, dtype=np.int64),
+            evicted_blocks=sched.evicted_blocks,
         )
 
     def __len__(self) -> int:

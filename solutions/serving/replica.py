@@ -76,8 +76,7 @@ def _validate(workload: Workload, replica: Replica, scheduler: FCFSScheduler):
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")
     pool, cfg = replica.kv_pool, replica.scheduler
-    peak = -(-(workload.prompt_tokens + workload.output_tokens - 1) // pool.block_size) - np.array(
-        scheduler.hit_blocks, dtype=np.int64)
+    peak = -(-(workload.prompt_tokens + workload.output_tokens - 1) // pool.block_size)  # even without a hit
     worst = int(np.argmax(peak))
     if peak[worst] > pool.num_blocks:
         raise ValueError(
@@ -100,7 +99,7 @@ def simulate(workload: Workload, replica: Replica) -> Result:
     if not isinstance(replica, Replica):
         raise TypeError(f"replica must be a Replica, got {type(replica).__name__}")
     sched = FCFSScheduler(replica.scheduler, replica.kv_pool, workload.prompt_tokens, workload.output_tokens,
-                          workload.prefix_hit_tokens)
+                          workload.prefix_hit_tokens, workload.prefix_group)
     _validate(workload, replica, sched)
     timer = replica.step_time or ServiceTime(workload.service_s.tolist())
     decode_run = getattr(timer, "decode_run_seconds", None)  # None: no vectorised decode price
