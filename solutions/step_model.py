@@ -82,21 +82,35 @@ class KernelFit:
 class Interconnect:
     """The tensor-parallel link as an all-reduce sees it: a latency per collective and the bus
     bandwidth a ring reaches (bytes each GPU sends per second), so a ring all-reduce of m bytes
-    over n GPUs takes latency + 2 (n - 1) / n x m / bus bandwidth."""
+    over n GPUs takes latency + 2 (n - 1) / n x m / bus bandwidth. Engines switch algorithm by
+    message size: vLLM runs its custom all-reduce for messages under 8 MiB and NCCL above
+    (`CustomAllreduce.should_custom_ar`: `inp_size < self.max_size`, `max_size=8192 * 1024`,
+    vllm-project/vllm@0ad80649d36672284c95b5e1ae73447d9d5f207f:vllm/distributed/device_communicators/
+    custom_all_reduce.py). With `large_bus_bytes_per_s` given, messages of `large_from_bytes` or more
+    are priced at that (NCCL ring) bandwidth."""
 
     latency_s: float
     bus_bytes_per_s: float
     source: str
+    large_bus_bytes_per_s: float | None = None
+    large_from_bytes: float = 8 * 1024 * 1024
 
     def __post_init__(self):
-        if self.latency_s < 0 or self.bus_bytes_per_s <= 0:
-            raise ValueError(f"Interconnect needs latency_s >= 0 and bus_bytes_per_s > 0, got {self.latency_s}, "
-                             f"{self.bus_bytes_per_s}")
+        if self.latency_s < 0 or self.bus_bytes_per_s <= 0 or (self.large_bus_bytes_per_s or 1) <= 0:
+            raise ValueError(f"Interconnect needs latency_s >= 0 and positive bandwidths, got {self.latency_s}, "
+                             f"{self.bus_bytes_per_s}, {self.large_bus_bytes_per_s}")
 
-    def allreduce_s(self, message_bytes: float, gpus: int) -> float:
+    def allreduce_s(self, message_bytes, gpus: int):
         if gpus <= 1:
             return 0.0
-        return self.latency_s + 2 * (gpus - 1) / gpus * message_bytes / self.bus_bytes_per_s
+        ring = 2 * (gpus - 1) / gpus * message_bytes
+        small = self.latency_s + ring / self.bus_bytes_per_s
+        if self.large_bus_bytes_per_s is None:
+            return small
+        large = self.latency_s + ring / self.large_bus_bytes_per_s
+        if isinstance(message_bytes, np.ndarray):
+            return np.where(message_bytes < self.large_from_bytes, small, large)
+        return small if message_bytes < self.large_from_bytes else large
 
 
 @dataclass(frozen=True)

@@ -142,3 +142,15 @@ def test_bad_steps_say_what_is_wrong():
 def _ideal():
     from solutions.roofline import IDEAL
     return IDEAL
+
+
+def test_large_allreduces_run_at_the_ring_bandwidth_small_ones_at_the_measured_latency():
+    """Decode-sized messages (under vLLM's 8 MiB custom all-reduce cap) keep the measured custom
+    all-reduce; a prefill's 100 MB message is
+    priced at NCCL's ring bandwidth (about 370 GB/s on H100), not extrapolated from 1 MB tables."""
+    link = step_defaults.interconnect(H100_SXM)
+    small = 16 * 8192 * 2
+    assert link.allreduce_s(small, 8) == pytest.approx(link.latency_s + 1.75 * small / link.bus_bytes_per_s)
+    big = 6800 * 8192 * 2
+    assert link.allreduce_s(big, 8) == pytest.approx(link.latency_s + 1.75 * big / 370e9)
+    assert link.allreduce_s(big, 8) < link.latency_s + 1.75 * big / link.bus_bytes_per_s
