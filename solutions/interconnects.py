@@ -2,21 +2,16 @@
 messages, InfiniBand port rates, and cross-node small-message latencies, each with its source.
 
 The step model's default all-reduce (`solutions.step_defaults.HOPPER_NVLINK`) is a fit to vLLM's
-custom all-reduce on messages up to 1 MiB: right for decode messages, pessimistic for the
-megabytes a large batch or a prefill moves. The figures here bound that from the other side and
-price links that leave the node. Units: bytes/s (decimal), seconds.
+custom all-reduce on messages up to 1 MiB, switching to NCCL's ring bandwidth from 8 MiB (vLLM's
+custom all-reduce cap). `nccl_large_message_nvlink` prices every message at that ring bandwidth,
+the optimistic end for the 1-8 MiB messages of a large decode batch; the other figures price links
+that leave the node. Units: bytes/s (decimal), seconds.
 """
 
 from __future__ import annotations
 
 from solutions.step_model import Interconnect
 from solutions.units import GB, US
-
-# NCCL all-reduce bus bandwidth at large messages, 8x H100 SXM5, NVLink 4 + NVSwitch, single node.
-NVLINK_H100_NCCL_LARGE_BUSBW = 460 * GB
-NVLINK_H100_NCCL_LARGE_BUSBW_SOURCE = (
-    "docs.alayanew.com/en/docs/tech-blog/2026-05-06-nccl-tests, nccl-tests reference table: "
-    "8xH100 SXM5 NVLink-only busbw 460-480 GB/s at large sizes (lower end used)")
 
 # InfiniBand NDR: 400 Gb/s per port and direction; an HGX H100 node has one NDR port per GPU.
 INFINIBAND_NDR_PORT_BYTES_PER_S = 400e9 / 8
@@ -39,11 +34,17 @@ CROSS_NODE_SMALL_ALLREDUCE_SOURCE = (
     "time 25.214764' and an all_reduce_perf row of 61.58 us for a small message")
 
 
-def nccl_large_message_nvlink(latency_s: float) -> Interconnect:
-    """An NVLink all-reduce with the measured large-message NCCL bus bandwidth and the given
-    per-collective latency: the optimistic end for megabyte messages."""
-    return Interconnect(latency_s=latency_s, bus_bytes_per_s=NVLINK_H100_NCCL_LARGE_BUSBW,
-                        source=f"latency given; bus bandwidth {NVLINK_H100_NCCL_LARGE_BUSBW_SOURCE}")
+def nccl_large_message_nvlink(latency_s: float, gpu=None) -> Interconnect:
+    """An NVLink all-reduce priced at NCCL's ring bandwidth for every message size (the step
+    model's large-message figure, `step_defaults.NCCL_RING_FRACTION_OF_NVLINK` of one NVLink
+    direction) with the given per-collective latency: the optimistic end for megabyte messages."""
+    from solutions.hardware import H100_SXM
+    from solutions.step_defaults import NCCL_RING_FRACTION_OF_NVLINK
+
+    gpu = H100_SXM if gpu is None else gpu
+    bus = NCCL_RING_FRACTION_OF_NVLINK * gpu.nvlink_unidir_bytes_per_s
+    return Interconnect(latency_s=latency_s, bus_bytes_per_s=bus,
+                        source=f"latency given; NCCL ring bandwidth {bus / GB:.0f} GB/s (solutions.step_defaults)")
 
 
 def cross_node(latency_s: float = CROSS_NODE_SMALL_ALLREDUCE_NCCL_MODEL_S) -> Interconnect:
