@@ -291,3 +291,8 @@ QWEN3_14B = Model(
     source="huggingface.co/Qwen/Qwen3-14B/blob/main/config.json, as restated in zyzshishui/slime@"
     "aa3375040b9b7fd90832fb03099776d0a34ce41c:scripts/models/qwen3-14B.sh; model card: 14.8B parameters",
 )
+
+# The context a model's config declares (max_position_embeddings): what vLLM takes as
+# max_model_len when none is given. Llama 3.1 and 3.3 configs: 131,072
+# (huggingface.co/meta-llama/Llama-3.3-70B-Instruct/blob/main/config.json, and the 3.1 8B and 405B configs).
+MAX_POSITION_EMBEDDINGS = {LLAMA_3_1_8B.name: 131072, LLAMA_3_3_70B.name: 131072, LLAMA_3_1_405B.name: 131072}
