@@ -36,6 +36,8 @@ MEASURED_SOURCE = ("vllm-project/vllm PR 10511, comment of 2024-12-14: vllm serv
 SERVE_MAX_NUM_BATCHED_TOKENS = 8192
 SERVE_MAX_NUM_SEQS = 1024
 
+_SEE_DOCS = "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+
 
 def activation_peak_bytes(model: Model, tp: int = 1, max_num_batched_tokens: int = SERVE_MAX_NUM_BATCHED_TOKENS,
                           max_num_seqs: int = SERVE_MAX_NUM_SEQS, dtype: str = "bf16") -> float:
@@ -129,7 +131,7 @@ class StartupLedger:
         001cabc1be16a59a70d720ed61a13b678c060a18:vllm/v1/core/kv_cache_utils.py)."""
         if self.available_kv <= 0:
             return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
-                    "when initializing the engine.")
+                    f"when initializing the engine. {_SEE_DOCS}")
         needed = self.kv_needed(max_model_len)
         if needed <= self.available_kv:
             return None
@@ -138,4 +140,4 @@ class StartupLedger:
         return (f"To serve at least one request with the models's max seq len ({max_model_len}), "
                 f"({needed / GiB:.2f} GiB KV cache is needed, which is larger than the available KV cache "
                 f"memory ({self.available_kv / GiB:.2f} GiB). {estimate}Try increasing "
-                f"`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
+                f"`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine. {_SEE_DOCS}")
