@@ -73,7 +73,7 @@ class Replay:
         return getattr(self, metric) / getattr(self.run, metric)
 
 
-def run_workload(run: ServingRun, seed: int = 0) -> Workload:
+def run_workload(run: ServingRun, seed: int = 0, sharegpt_cv: float = SHAREGPT_CV) -> Workload:
     """The run's requests, all arriving at t = 0. Random-dataset runs have fixed lengths (the
     published totals over the prompts); ShareGPT lengths are drawn log-normal around the published
     means (SHAREGPT_CV), cut to what `vllm bench serve` keeps (prompt 4-1024 tokens, prompt +
@@ -82,15 +82,15 @@ def run_workload(run: ServingRun, seed: int = 0) -> Workload:
     if run.dataset == "random":
         return Workload(np.zeros(n), round(run.mean_input), round(run.mean_output))
     rng = np.random.default_rng(seed)
-    prompt = np.clip(LogNormal(run.mean_input, SHAREGPT_CV).sample(n, rng), 4, 1024)
-    output = np.clip(LogNormal(run.mean_output, SHAREGPT_CV).sample(n, rng), 4, 2048 - prompt)
+    prompt = np.clip(LogNormal(run.mean_input, sharegpt_cv).sample(n, rng), 4, 1024)
+    output = np.clip(LogNormal(run.mean_output, sharegpt_cv).sample(n, rng), 4, 2048 - prompt)
     prompt = np.maximum(4, np.rint(prompt * run.input_tokens / prompt.sum()))
     output = np.maximum(4, np.rint(output * run.output_tokens / output.sum()))
     return Workload(np.zeros(n), prompt.astype(int), output.astype(int))
 
 
 def replay(run: ServingRun, step_model: StepModel | None = None, serving_stack_s: float | None = None,
-           seed: int = 0) -> Replay:
+           seed: int = 0, sharegpt_cv: float = SHAREGPT_CV) -> Replay:
     """Simulate `run` on the kit's defaults (or the given step model / serving-stack time).
 
     A closed-loop run (max_concurrency C) is simulated as every request queued at t = 0 with
@@ -103,7 +103,7 @@ def replay(run: ServingRun, step_model: StepModel | None = None, serving_stack_s
     batched_tokens, max_seqs = vllm_serve_defaults(gpu)
     replica = Replica.of(model, gpu, run.tp, step_model=sm, max_num_batched_tokens=batched_tokens,
                          max_num_seqs=run.max_concurrency or max_seqs, serving_stack_s=stack)
-    res = simulate(run_workload(run, seed), replica)
+    res = simulate(run_workload(run, seed, sharegpt_cv), replica)
     if run.max_concurrency:
         queued = res.queue_wait
         duration = float((res.e2e - queued).sum()) / run.max_concurrency

@@ -163,3 +163,10 @@ L40S = GPU(
 )
 
 GPUS = {g.name: g for g in (A100_80GB_SXM, A100_80GB_PCIE, H100_SXM, H100_PCIE, H200_SXM, B200, L40S)}
+
+# Streaming multiprocessors: how many thread blocks a kernel can run at once, one per SM for a
+# persistent GEMM. Why it matters: a GEMM with fewer output tiles than SMs leaves SMs idle unless it
+# splits the K axis, and that choice depends on the batch (q39).
+STREAMING_MULTIPROCESSORS = {
+    "H100 SXM": 132,  # NVIDIA H100 Tensor Core GPU Architecture whitepaper: "132 SMs" on H100 SXM5
+}

@@ -22,7 +22,9 @@ NON_KV_BYTES_PER_GPU = 2 * GiB  # activations, CUDA graphs, NCCL: assumed, as in
 @dataclass(frozen=True)
 class OfflinePass:
     """One pass over a dataset: every item is `shared_prefix` + `unique` prompt tokens in,
-    `output` tokens out. `prefix_cached`: the shared prefix hits the prefix cache (computed once)."""
+    `output` tokens out. `prefix_cached`: the shared prefix hits the prefix cache, so it is
+    computed once and its KV blocks are held once, shared by every running sequence (the blocks a
+    sequence holds are its own tokens only; attention still reads the shared prefix per sequence)."""
 
     model: Model
     shared_prefix: int
@@ -65,9 +67,16 @@ class OfflinePass:
         return kv_pool_bytes(self.model, self.tp * total_memory_bytes(self.gpu), self.gpu_memory_utilization,
                              non_kv_bytes=self.tp * NON_KV_BYTES_PER_GPU, weight_dtype=self.weight_dtype)
 
+    @property
+    def mean_private_context(self) -> float:
+        """Tokens of KV a running sequence holds on its own: with a cached shared prefix, not the prefix."""
+        return self.mean_context - (self.shared_prefix if self.prefix_cached else 0)
+
     def batch(self) -> int:
-        """Running sequences: what the pool holds at the mean context, capped by max_num_seqs."""
-        fits = sequences_that_fit(self.kv_pool_bytes(), self.model, self.mean_context, self.kv_dtype)
+        """Running sequences: what the pool holds at the mean private context (after one copy of a
+        cached shared prefix), capped by max_num_seqs."""
+        shared = self.shared_prefix * self.model.kv_bytes_per_token(self.kv_dtype) if self.prefix_cached else 0
+        fits = sequences_that_fit(self.kv_pool_bytes() - shared, self.model, self.mean_private_context, self.kv_dtype)
         if fits < 1:
             raise ValueError(f"not one sequence of {self.mean_context:.0f} tokens fits in the KV pool")
         return min(self.max_num_seqs, fits)
