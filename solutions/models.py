@@ -313,3 +313,22 @@ LLAMA_3_2_1B = Model(
 # max_model_len when none is given. Llama 3.1 and 3.3 configs: 131,072
 # (huggingface.co/meta-llama/Llama-3.3-70B-Instruct/blob/main/config.json, and the 3.1 8B and 405B configs).
 MAX_POSITION_EMBEDDINGS = {LLAMA_3_1_8B.name: 131072, LLAMA_3_3_70B.name: 131072, LLAMA_3_1_405B.name: 131072}
+
+# The model of Sarathi-Serve's single-GPU capacity runs (microsoft/sarathi-serve@
+# 02d2567eb169d947c7093f57b5b74ad602615947:osdi-experiments/figure-5-6/mistral7b_strict.yml).
+MISTRAL_7B = Model(
+    name="Mistral 7B v0.2",
+    hf_id="mistralai/Mistral-7B-Instruct-v0.2",
+    num_layers=32,
+    hidden_size=4096,
+    num_heads=32,
+    num_kv_heads=8,
+    head_dim=128,
+    intermediate_size=14336,
+    vocab_size=32000,
+    tie_word_embeddings=False,
+    source="huggingface.co/mistralai/Mistral-7B-Instruct-v0.2/blob/main/config.json (as duplicated in "
+    "huggingface.co/model-hub/Mistral-7B-Instruct-v0.2 at 784a191): 32 layers, hidden 4096, 32 heads, "
+    "8 KV heads, intermediate 14336, vocab 32000, untied embeddings, sliding_window null",
+)
+MODELS[MISTRAL_7B.name] = MISTRAL_7B
