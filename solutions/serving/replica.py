@@ -94,12 +94,16 @@ def _validate(workload: Workload, replica: Replica, scheduler: FCFSScheduler):
         raise ValueError("a single-server replica needs a workload with service_s (Workload.single_server)")
 
 
-def simulate(workload: Workload, replica: Replica) -> Result:
-    """Run every request of `workload` to completion on `replica`; return what happened."""
+def simulate(workload: Workload, replica: Replica, policy=FCFSScheduler) -> Result:
+    """Run every request of `workload` to completion on `replica`; return what happened.
+    `policy` builds the scheduler: `FCFSScheduler` or anything with its constructor and methods
+    (a subclass from `solutions.serving.policies`, or a functools.partial of one)."""
     if not isinstance(replica, Replica):
         raise TypeError(f"replica must be a Replica, got {type(replica).__name__}")
-    sched = FCFSScheduler(replica.scheduler, replica.kv_pool, workload.prompt_tokens, workload.output_tokens,
-                          workload.prefix_hit_tokens, workload.prefix_group)
+    if not callable(policy):
+        raise TypeError(f"policy must be a scheduler class such as FCFSScheduler, got {policy!r}")
+    sched = policy(replica.scheduler, replica.kv_pool, workload.prompt_tokens, workload.output_tokens,
+                   workload.prefix_hit_tokens, workload.prefix_group)
     _validate(workload, replica, sched)
     timer = replica.step_time or ServiceTime(workload.service_s.tolist())
     decode_run = getattr(timer, "decode_run_seconds", None)  # None: no vectorised decode price
@@ -136,7 +140,8 @@ def simulate(workload: Workload, replica: Replica) -> Result:
         if k > 1:
             # A decode-only step that admitted nothing repeats until a decode finishes, the pool
             # runs out, or (if nobody waits) the next arrival: price the whole run in one go.
-            bound = arrivals[i] if i < n and not sched.waiting else math.inf
+            blocked_head = sched.waiting and getattr(sched, "fifo_admission", True)
+            bound = arrivals[i] if i < n and not blocked_head else math.inf
             n_dec, off = plan.decodes, sched.offset_sum
             ctx = n_dec * np.arange(step, step + k, dtype=np.int64) + off
             ends = t + np.cumsum(decode_run(n_dec, ctx))

@@ -103,6 +103,11 @@ class StepPlan:
 class FCFSScheduler:
     """vLLM v1's FCFS policy over a KV block pool, with recompute preemption."""
 
+    # Admission never skips the queue's head, so while the head is blocked no later arrival can be
+    # admitted: the simulator may run decode-only steps without ingesting arrivals. A policy that
+    # can admit past a blocked head sets this False.
+    fifo_admission = True
+
     def __init__(self, config: SchedulerConfig, pool: KVPool, prompt_tokens, output_tokens, prefix_hit_tokens,
                  prefix_group=None):
         self.config, self.pool = config, pool

@@ -1,0 +1,78 @@
+"""Scheduling policies beyond FCFS, as subclasses of the simulator's `FCFSScheduler`.
+
+    from functools import partial
+    simulate(workload, replica, policy=partial(ShortestPrefillFirst, aging_tokens_per_s=2000))
+
+A policy keeps FCFS's machinery (budget, KV blocks, preemption, decode aggregates) and changes
+only who is admitted: it reorders `self.waiting` before FCFS admission runs. What it knows is the
+prompt; the output length is unknown until the request stops, so decodes are left to continuous
+batching (every running decode gets its token every step) and only prefills are ordered.
+"""
+
+from __future__ import annotations
+
+from solutions.serving.scheduler import PREFILL, FCFSScheduler
+
+
+class ShortestPrefillFirst(FCFSScheduler):
+    """Admit the waiting request with the fewest prompt tokens left to compute, minus an aging
+    credit (`aging_tokens_per_s` x seconds waited) so that a long prompt is not starved. A long
+    prompt already mid-prefill is paused for a step (it keeps its KV and progress) whenever shorter
+    requests waiting can be prefilled whole in the budget; paused, it stays the newest running
+    request, so FCFS's invariant (at most one prompt mid-prefill, the newest) holds.
+
+    A scheduler sees steps, not seconds: the credit accrues per step at `step_s` nominal seconds
+    per step."""
+
+    fifo_admission = False  # may admit a request behind a blocked head: no decode-run shortcut
+
+    def __init__(self, *args, aging_tokens_per_s: float = 0.0, step_s: float = 0.02, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not aging_tokens_per_s >= 0:
+            raise ValueError(f"aging_tokens_per_s must be >= 0, got {aging_tokens_per_s!r}")
+        if not step_s > 0:
+            raise ValueError(f"step_s must be > 0, got {step_s!r}")
+        self.aging_per_step = aging_tokens_per_s * step_s
+        self.arrived_step = {}
+        self._step = 0
+
+    def add(self, rid: int) -> None:
+        self.arrived_step.setdefault(rid, self._step)
+        super().add(rid)
+
+    def key(self, rid: int, step: int) -> float:
+        """Prompt tokens left to compute, less the aging credit."""
+        left = self.prompt[rid] + self.outputs[rid] - self.computed[rid]
+        return left - self.aging_per_step * (step - self.arrived_step[rid])
+
+    def schedule(self, step: int):
+        self._step = step
+        ranked = sorted(self.waiting, key=lambda r: (self.key(r, step), r))
+        paused, held_back = self.partial, []
+        if paused is not None and ranked and self.key(ranked[0], step) < self.key(paused, step):
+            # pause the long prefill for the short prompts that fit whole in this step's budget
+            room = self.config.max_num_batched_tokens - self.n_decodes
+            fits = []
+            for rid in ranked:
+                need = self.prompt[rid] + self.outputs[rid]
+                if need > room or self.key(rid, step) >= self.key(paused, step):
+                    break
+                fits.append(rid)
+                room -= need
+            if fits:
+                held_back = ranked[len(fits):]
+                ranked = fits
+                self.partial = None
+            else:
+                paused = None
+        else:
+            paused = None
+        self.waiting.clear()
+        self.waiting.extend(ranked)
+        plan = super().schedule(step)
+        self.waiting.extend(held_back)
+        if paused is not None and paused in self.running and self.status[paused] == PREFILL:
+            self.partial = paused
+            del self.running[paused]  # keep it the newest running request
+            self.running[paused] = None
+        return plan

@@ -1,0 +1,73 @@
+"""The simulator's policy hook and the shortest-prefill-first policy."""
+
+from functools import partial
+
+import numpy as np
+import pytest
+
+from solutions.hardware import H100_SXM
+from solutions.models import LLAMA_3_1_8B
+from solutions.serving import FCFSScheduler, LogNormal, Poisson, Replica, Workload, simulate
+from solutions.serving.policies import ShortestPrefillFirst
+
+REPLICA = Replica.of(LLAMA_3_1_8B, H100_SXM)
+
+
+def long_then_short(n_short=10, long_tokens=32_000, short_tokens=500, gap_s=0.01):
+    """One long prompt, then short ones arriving just behind it."""
+    arrival = np.arange(n_short + 1) * gap_s
+    prompt = np.array([long_tokens] + [short_tokens] * n_short)
+    return Workload(arrival, prompt, np.full(n_short + 1, 100))
+
+
+def chat(n=600, rate=25.0, seed=0):
+    return Workload.generate(n, Poisson(rate), LogNormal(800, 1.0), LogNormal(150, 1.0), seed=seed)
+
+
+class FIFOWithoutShortcut(FCFSScheduler):
+    """FCFS that claims it may skip the head: the simulator must not run decodes ahead of arrivals."""
+
+    fifo_admission = False
+
+
+def test_default_policy_is_fcfs():
+    work = chat()
+    a, b = simulate(work, REPLICA), simulate(work, REPLICA, policy=FCFSScheduler)
+    assert np.array_equal(a.token_s, b.token_s)
+
+
+def test_decode_run_shortcut_changes_nothing_for_fcfs():
+    # a small pool so the head blocks on KV and decode runs happen while requests wait
+    replica = Replica.of(LLAMA_3_1_8B, H100_SXM, kv_blocks=3000)
+    work = chat(rate=40.0)
+    a, b = simulate(work, replica), simulate(work, replica, policy=FIFOWithoutShortcut)
+    assert np.allclose(a.token_s, b.token_s)
+    assert np.array_equal(a.preemptions, b.preemptions)
+
+
+def test_short_prompts_overtake_a_long_one():
+    work = long_then_short()
+    fcfs, spf = simulate(work, REPLICA), simulate(work, REPLICA, policy=ShortestPrefillFirst)
+    assert np.all(fcfs.ttft[1:] > 1.0)  # behind the long prompt's prefill
+    assert np.all(spf.ttft[1:] < 0.5 * fcfs.ttft[1:])
+    assert spf.ttft[0] > fcfs.ttft[0]  # the long prompt pays for it
+    for res in (fcfs, spf):
+        assert np.array_equal(res.output_tokens, work.output_tokens)
+
+
+def test_aging_bounds_the_wait_of_a_long_prompt():
+    # a long prompt at t = 5 s under short traffic that keeps the queue non-empty
+    base = Workload.generate(1500, Poisson(30.0), LogNormal(1500, 0.5), LogNormal(100, 0.5), seed=2)
+    at = int(np.searchsorted(base.arrival_s, 5.0))
+    work = Workload(np.insert(base.arrival_s, at, 5.0), np.insert(base.prompt_tokens, at, 24_000),
+                    np.insert(base.output_tokens, at, 50))
+    starve = simulate(work, REPLICA, policy=ShortestPrefillFirst)
+    aged = simulate(work, REPLICA, policy=partial(ShortestPrefillFirst, aging_tokens_per_s=20_000))
+    assert aged.ttft[at] < 0.5 * starve.ttft[at]
+
+
+def test_bad_policy_inputs():
+    with pytest.raises(TypeError, match="policy"):
+        simulate(chat(n=10), REPLICA, policy="spf")
+    with pytest.raises(ValueError, match="aging_tokens_per_s"):
+        simulate(chat(n=10), REPLICA, policy=partial(ShortestPrefillFirst, aging_tokens_per_s=-1))
