@@ -8,7 +8,7 @@ import pytest
 from solutions.hardware import H100_SXM
 from solutions.models import LLAMA_3_1_8B
 from solutions.serving import FCFSScheduler, LogNormal, Poisson, Replica, Workload, simulate
-from solutions.serving.policies import ShortestPrefillFirst
+from solutions.serving.policies import PriorityScheduler, ShortestPrefillFirst
 
 REPLICA = Replica.of(LLAMA_3_1_8B, H100_SXM)
 
@@ -71,3 +71,42 @@ def test_bad_policy_inputs():
         simulate(chat(n=10), REPLICA, policy="spf")
     with pytest.raises(ValueError, match="aging_tokens_per_s"):
         simulate(chat(n=10), REPLICA, policy=partial(ShortestPrefillFirst, aging_tokens_per_s=-1))
+
+
+def two_classes(n_chat=300, n_jobs=60, seed=5):
+    chat = Workload.generate(n_chat, Poisson(10.0), LogNormal(500, 0.5), LogNormal(200, 0.5), seed=seed)
+    jobs = Workload.generate(n_jobs, Poisson(2.0), LogNormal(6000, 0.3), LogNormal(1000, 0.3), seed=seed + 1)
+    arr = np.concatenate([chat.arrival_s, jobs.arrival_s])
+    order = np.argsort(arr, kind="stable")
+    prio = np.concatenate([np.zeros(n_chat, int), np.ones(n_jobs, int)])[order]
+    work = Workload(arr[order], np.concatenate([chat.prompt_tokens, jobs.prompt_tokens])[order],
+                    np.concatenate([chat.output_tokens, jobs.output_tokens])[order], priority=prio)
+    return work, prio
+
+
+def test_priority_serves_the_high_class_first():
+    work, prio = two_classes()
+    fcfs = simulate(work, REPLICA)
+    pri = simulate(work, REPLICA, policy=partial(PriorityScheduler, priority=prio))
+    assert np.percentile(pri.ttft[prio == 0], 99) < np.percentile(fcfs.ttft[prio == 0], 99)
+
+
+def test_class_cap_bounds_the_kv_a_class_reserves():
+    work, prio = two_classes()
+    cap = 49_000 // 16
+    res = simulate(work, REPLICA, policy=partial(PriorityScheduler, priority=prio, class_kv_blocks={1: cap}))
+    reserve = -(-(work.prompt_tokens + work.output_tokens) // 16)
+    jobs = np.flatnonzero(prio == 1)
+    for t in res.steps["start_s"][::50]:
+        live = jobs[(res.admitted_s[jobs] <= t) & (res.finish_s[jobs] > t)]
+        assert reserve[live].sum() <= cap
+    uncapped = simulate(work, REPLICA, policy=partial(PriorityScheduler, priority=prio))
+    assert np.median(res._itl(prio == 0)) < np.median(uncapped._itl(prio == 0))
+
+
+def test_priority_bad_inputs():
+    work, prio = two_classes(n_chat=5, n_jobs=2)
+    with pytest.raises(ValueError, match="priority has"):
+        simulate(work, REPLICA, policy=partial(PriorityScheduler, priority=prio[:-1]))
+    with pytest.raises(ValueError, match="class_kv_blocks"):
+        simulate(work, REPLICA, policy=partial(PriorityScheduler, priority=prio, class_kv_blocks={1: -1}))

@@ -76,3 +76,67 @@ class ShortestPrefillFirst(FCFSScheduler):
             del self.running[paused]  # keep it the newest running request
             self.running[paused] = None
         return plan
+
+
+class PriorityScheduler(FCFSScheduler):
+    """vLLM's priority policy for the waiting queue (lower `priority` value first, then arrival),
+    with an optional cap on the KV blocks each priority class may reserve.
+
+    A capped class reserves, at admission, the blocks of its whole prompt plus its `max_tokens`
+    (the simulator's output length stands in for it: a client-set upper bound in a real engine),
+    so the class never holds more than its cap; requests over the cap wait. Preemption stays FCFS's
+    (newest first), not vLLM's lowest-priority-first."""
+
+    fifo_admission = False  # a high-priority arrival may be admitted past a blocked head
+
+    def __init__(self, *args, priority, class_kv_blocks: dict | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.priority = [int(p) for p in priority]
+        if len(self.priority) != len(self.prompt):
+            raise ValueError(f"priority has {len(self.priority)} entries for {len(self.prompt)} requests")
+        self.cap = dict(class_kv_blocks or {})
+        for c, blocks in self.cap.items():
+            if not blocks >= 0:
+                raise ValueError(f"class_kv_blocks[{c!r}] must be >= 0, got {blocks!r}")
+        self.reserved = {c: 0 for c in self.cap}
+        self.counted: set = set()
+
+    def reservation(self, rid: int) -> int:
+        return self.pool.blocks_for(self.prompt[rid] + self.out_len[rid])
+
+    def schedule(self, step: int):
+        ranked = sorted(self.waiting, key=lambda r: (self.priority[r], r))
+        room = {c: self.cap[c] - self.reserved[c] for c in self.cap}
+        eligible, over = [], []
+        for rid in ranked:
+            c = self.priority[rid]
+            if c in room and rid not in self.counted:
+                need = self.reservation(rid)
+                if need > room[c]:
+                    over.append(rid)
+                    continue
+                room[c] -= need
+            eligible.append(rid)
+        self.waiting.clear()
+        self.waiting.extend(eligible)
+        plan = super().schedule(step)
+        self.waiting.extend(over)
+        for rid, _, _ in plan.chunks:
+            c = self.priority[rid]
+            if c in self.cap and rid not in self.counted:
+                self.counted.add(rid)
+                self.reserved[c] += self.reservation(rid)
+        return plan
+
+    def _unreserve(self, rid):
+        if rid in self.counted:
+            self.counted.discard(rid)
+            self.reserved[self.priority[rid]] -= self.reservation(rid)
+
+    def _finish(self, rid, step, finished):
+        self._unreserve(rid)
+        super()._finish(rid, step, finished)
+
+    def _preempt(self, rid, step, plan):
+        self._unreserve(rid)
+        super()._preempt(rid, step, plan)
