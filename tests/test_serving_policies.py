@@ -7,8 +7,8 @@ import pytest
 
 from solutions.hardware import H100_SXM
 from solutions.models import LLAMA_3_1_8B
-from solutions.serving import FCFSScheduler, LogNormal, Poisson, Replica, Workload, simulate
-from solutions.serving.policies import PriorityScheduler, ShortestPrefillFirst
+from solutions.serving import FCFSScheduler, Fixed, LogNormal, Poisson, Replica, Workload, simulate
+from solutions.serving.policies import FairScheduler, PriorityScheduler, ShortestPrefillFirst
 
 REPLICA = Replica.of(LLAMA_3_1_8B, H100_SXM)
 
@@ -110,3 +110,42 @@ def test_priority_bad_inputs():
         simulate(work, REPLICA, policy=partial(PriorityScheduler, priority=prio[:-1]))
     with pytest.raises(ValueError, match="class_kv_blocks"):
         simulate(work, REPLICA, policy=partial(PriorityScheduler, priority=prio, class_kv_blocks={1: -1}))
+
+
+def two_tenants(chat_from=0.0, chat_rate=40.0, seconds=15.0):
+    doc = Workload.generate(int(8 * seconds), Poisson(8.0), Fixed(8000), Fixed(100), seed=1)
+    chat = Workload.generate(int(chat_rate * (seconds - chat_from)), Poisson(chat_rate), Fixed(300), Fixed(100), seed=2)
+    arr = np.concatenate([doc.arrival_s, chat.arrival_s + chat_from])
+    order = np.argsort(arr, kind="stable")
+    tenant = np.concatenate([np.zeros(len(doc), int), np.ones(len(chat), int)])[order]
+    return Workload(arr[order], np.concatenate([doc.prompt_tokens, chat.prompt_tokens])[order],
+                    np.concatenate([doc.output_tokens, chat.output_tokens])[order], tenant=tenant), tenant
+
+
+def test_request_fair_admits_equal_counts_and_token_fair_favours_cheap_requests():
+    work, tenant = two_tenants()
+    rf = simulate(work, REPLICA, policy=partial(FairScheduler, tenant=tenant, per_request=1.0,
+                                                prefill_weight=0.0, decode_weight=0.0))
+    tf = simulate(work, REPLICA, policy=partial(FairScheduler, tenant=tenant))
+    window = lambda r, t: int(((r.admitted_s > 3) & (r.admitted_s < 12) & (tenant == t)).sum())
+    assert abs(window(rf, 0) - window(rf, 1)) <= 0.2 * window(rf, 0) + 2  # one for one while both wait
+    assert window(tf, 1) > 3 * window(rf, 1)  # token weights serve many more chat requests
+
+
+def test_counter_lift_stops_banking():
+    work, tenant = two_tenants(chat_from=7.0, chat_rate=100.0)
+
+    def docs_after_return(lift):
+        res = simulate(work, REPLICA, policy=partial(FairScheduler, tenant=tenant, lift=lift))
+        docs = res.admitted_s[tenant == 0]
+        return int(((docs > 7.0) & (docs < 10.0)).sum())
+
+    assert docs_after_return(lift=True) > docs_after_return(lift=False) + 2
+
+
+def test_fair_bad_inputs():
+    work, tenant = two_tenants(seconds=1.0)
+    with pytest.raises(ValueError, match="tenant has"):
+        simulate(work, REPLICA, policy=partial(FairScheduler, tenant=tenant[:-1]))
+    with pytest.raises(ValueError, match="decode_weight"):
+        simulate(work, REPLICA, policy=partial(FairScheduler, tenant=tenant, decode_weight=-2))

@@ -11,7 +11,7 @@ batching (every running decode gets its token every step) and only prefills are 
 
 from __future__ import annotations
 
-from solutions.serving.scheduler import PREFILL, FCFSScheduler
+from solutions.serving.scheduler import DECODE, PREFILL, FCFSScheduler
 
 
 class ShortestPrefillFirst(FCFSScheduler):
@@ -140,3 +140,81 @@ class PriorityScheduler(FCFSScheduler):
     def _preempt(self, rid, step, plan):
         self._unreserve(rid)
         super()._preempt(rid, step, plan)
+
+
+class FairScheduler(FCFSScheduler):
+    """Per-tenant fair admission with a service counter, in the manner of the Virtual Token
+    Counter (Sheng et al., OSDI'24): admit the head of the backlogged tenant whose counter is
+    lowest; charge its counter at admission and again for every token its requests decode.
+
+    Charges: `per_request` at admission plus `prefill_weight` per prompt token computed, and each
+    step `decode_weight + context_weight x context` per running decode. Request-fair is
+    `per_request=1` and zero weights; VTC's default is prefill 1, decode 2. A tenant whose queue was
+    empty has its counter lifted, on arrival, to the lowest counter among backlogged tenants
+    (`lift=True`), so it cannot bank credit while idle."""
+
+    fifo_admission = False  # may admit another tenant's request past a blocked head
+
+    def __init__(self, *args, tenant, per_request: float = 0.0, prefill_weight: float = 1.0,
+                 decode_weight: float = 2.0, context_weight: float = 0.0, lift: bool = True, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.tenant = [int(t) for t in tenant]
+        if len(self.tenant) != len(self.prompt):
+            raise ValueError(f"tenant has {len(self.tenant)} entries for {len(self.prompt)} requests")
+        for name, w in (("per_request", per_request), ("prefill_weight", prefill_weight),
+                        ("decode_weight", decode_weight), ("context_weight", context_weight)):
+            if not w >= 0:
+                raise ValueError(f"{name} must be >= 0, got {w!r}")
+        self.per_request, self.w_prefill, self.w_decode, self.w_context = (
+            per_request, prefill_weight, decode_weight, context_weight)
+        self.lift = lift
+        self.counter = {t: 0.0 for t in set(self.tenant)}
+
+    def add(self, rid: int) -> None:
+        t = self.tenant[rid]
+        if self.lift:
+            backlogged = {self.tenant[r] for r in self.waiting}
+            if t not in backlogged and backlogged:
+                self.counter[t] = max(self.counter[t], min(self.counter[u] for u in backlogged))
+        super().add(rid)
+
+    def _decode_charge(self, step: int, steps: int = 1) -> None:
+        for rid in self.running:
+            if self.status[rid] == DECODE:
+                ctx = step + self.offset[rid]
+                self.counter[self.tenant[rid]] += steps * (self.w_decode + self.w_context * ctx)
+
+    def schedule(self, step: int):
+        # order the queue: repeatedly take the head of the tenant with the lowest projected counter
+        heads = {}
+        for rid in self.waiting:
+            heads.setdefault(self.tenant[rid], []).append(rid)
+        projected = dict(self.counter)
+        ranked = []
+        while heads:
+            t = min(heads, key=lambda u: (projected[u], u))
+            rid = heads[t].pop(0)
+            ranked.append(rid)
+            projected[t] += self.per_request + self.w_prefill * (self.prompt[rid] + self.outputs[rid])
+            if not heads[t]:
+                del heads[t]
+        self.waiting.clear()
+        self.waiting.extend(ranked)
+        plan = super().schedule(step)
+        for rid, c, _ in plan.chunks:
+            t = self.tenant[rid]
+            if self.admitted_step[rid] == step:  # its first admission (set once, never reset)
+                self.counter[t] += self.per_request
+            self.counter[t] += self.w_prefill * c
+        self._decode_charge(step)
+        return plan
+
+    def run_decodes(self, step: int, k: int) -> list:
+        if k > 1:
+            # the k - 1 further steps of a decode run: charge each at its own context
+            for rid in self.running:
+                if self.status[rid] == DECODE:
+                    ctx0 = step + 1 + self.offset[rid]
+                    n = k - 1
+                    self.counter[self.tenant[rid]] += n * self.w_decode + self.w_context * (n * ctx0 + n * (n - 1) / 2)
+        return super().run_decodes(step, k)
