@@ -183,7 +183,10 @@ class TrieMachine(GradedMachine):
         return self.model.by_serial.get(self.handles.get(handle))
 
     def live_handles(self) -> list[int]:
-        return sorted(h for h in self.handles if self.node(h) is not None)
+        """Handles of cached nodes in the order the model made their nodes: never sorted by
+        value, so handles such as id(node) are driven through the same calls on replay."""
+        return sorted((h for h in self.handles if self.node(h) is not None),
+                      key=lambda h: self.handles[h])
 
     def remember(self, tokens: tuple) -> None:
         if tokens and tokens not in self.seen:
