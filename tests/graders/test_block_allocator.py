@@ -69,3 +69,16 @@ def test_default_count_benchmark(capsys):
         print(f"\n[benchmark] block-allocator reference, {verdict.examples} examples x "
               f"{len(verdict.properties)} properties: {verdict.seconds:.1f} s")
     assert verdict.passed
+
+
+def test_a_pool_that_hands_out_any_free_block_passes():
+    """Block ids are the candidate's choice: the machine picks live blocks by hand-out order,
+    so a pool that hands out an arbitrary free block (different in every run) is driven
+    through the same calls on replay and passes."""
+    source = REFERENCE.read_text()
+    old = "block = self.free_blocks.popleft()"
+    assert source.count(old) == 1
+    source = source.replace(old, "block = self.free_blocks[hash(object()) % len(self.free_blocks)]\n"
+                                 "        self.free_blocks.remove(block)")
+    verdict = runner.grade(EX, source, "any_free_block.py", examples=30)
+    assert verdict.passed, [(p.name, p.reason) for p in verdict.properties if not p.passed]

@@ -99,3 +99,14 @@ def test_default_count_benchmark(capsys):
         print(f"\n[benchmark] prefix-trie reference, {verdict.examples} examples x "
               f"{len(verdict.properties)} properties: {verdict.seconds:.1f} s")
     assert verdict.passed
+
+
+def test_handles_from_id_of_the_node_pass():
+    """Handles are ints of the candidate's choosing: id(node) differs in every run, and the
+    machine draws handles by the order it met their nodes, never by value, so it passes."""
+    source = REFERENCE.read_text()
+    old = "self.id, self.parent, self.tokens, self.slots = node_id, parent, tokens, slots"
+    assert source.count(old) == 1
+    source = source.replace(old, old.replace("= node_id,", "= id(self),"))
+    verdict = runner.grade(EX, source, "id_handles.py", examples=30)
+    assert verdict.passed, [(p.name, p.reason) for p in verdict.properties if not p.passed]
