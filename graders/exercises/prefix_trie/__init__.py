@@ -55,7 +55,9 @@ one class, RadixCache, about a hundred lines of plain Python.
 
 Handles: ints of your choosing. A handle names one node until that node is evicted; when an
 edge is split, the lower half keeps its handle (it still ends where it ended), so the handle
-a request locked goes on covering the same tokens. The root keeps one handle forever.
+a request locked goes on covering the same tokens. The root keeps one handle forever. Once a node
+is evicted its handle may name a new node (id(node) is a fine handle); the grader calls lock,
+unlock and lock_ref only with handles of cached nodes, so what an evicted handle does is yours.
 
 Recency is a logical clock, not wall time, so eviction order is exact. Keep a counter. Each
 time match_prefix or insert walks into a node (from the root down), the counter goes up by
