@@ -247,7 +247,18 @@ class TrieMachine(GradedMachine):
 
     @rule(data=st.data(), lock=st.booleans())
     def match(self, data, lock):
-        tokens = _tokens(data, self.seen)
+        self.match_tokens(_tokens(data, self.seen), lock)
+
+    @precondition(lambda self: len(self.seen) > 1)
+    @rule(data=st.data(), n=st.integers(1, 2))
+    def refresh_then_evict(self, data, n):
+        """A lookup must refresh recency as an insert does: re-read an older sequence, then
+        evict a little. Four calls (insert [0], insert [1], match [0], evict 1) show a cache
+        that stamps on insert only; a random walk rarely makes them in a row."""
+        self.match_tokens(data.draw(st.sampled_from(self.seen[:-1]), label="older"), False)
+        self.evict(n)
+
+    def match_tokens(self, tokens, lock):
         what = f"match_prefix({_show(tokens)})"
         handle, node, lower = self.matched(tokens)
         prefix = node.end if node else ()
