@@ -60,7 +60,7 @@ def test_shrunk_repro_is_short(name, prop):
 def test_one_mutant_fails_only_where_it_should():
     """A full grade of one mutant: the property it names fails, the unrelated ones pass."""
     mutant = mutants.find(EX, "admits_after_preempting")
-    verdict = runner.grade(EX, mutant.source(), mutant.name, examples=5)
+    verdict = runner.grade(EX, mutant.source(), mutant.name, examples=8)
     failed = {p.name for p in verdict.properties if not p.passed}
     assert "resume-first" in failed
     assert {"budget", "kv-capacity", "one-queue", "no-lost-output"}.isdisjoint(failed), failed
