@@ -73,7 +73,8 @@ def parse(path: Path, reference: Path) -> Mutant:
     if label not in LABELS:
         raise ValueError(f"{path}: Label must be one of {LABELS}, not {label!r}")
     if (label == "plausible") != (not link):
-        raise ValueError(f"{path}: a {label!r} mutant {'has no' if label == 'plausible' else 'needs a'} Link")
+        need = "has no" if label == "plausible" else "needs a"
+        raise ValueError(f"{path}: a {label!r} mutant {need} Link")
     return Mutant(path.stem, fields["Property"], label, link, fields["Summary"],
                   fields["Story"], diff, reference)
 

@@ -78,7 +78,7 @@ def test_a_pool_that_hands_out_any_free_block_passes():
     source = REFERENCE.read_text()
     old = "block = self.free_blocks.popleft()"
     assert source.count(old) == 1
-    source = source.replace(old, "block = self.free_blocks[hash(object()) % len(self.free_blocks)]\n"
-                                 "        self.free_blocks.remove(block)")
+    source = source.replace(old, "block = self.free_blocks[hash(object()) % len(self.free_blocks)]"
+                                 "\n        self.free_blocks.remove(block)")
     verdict = runner.grade(EX, source, "any_free_block.py", examples=30)
     assert verdict.passed, [(p.name, p.reason) for p in verdict.properties if not p.passed]

@@ -39,7 +39,8 @@ def test_mutant_fails_on_its_property(mutant):
     short repro is most of a failing grade's time, so this test skips it (the repro tests
     below keep it)."""
     expected = mutant.property
-    verdict = runner.grade(EX.only(expected), mutant.source(), mutant.name, examples=20, shrink=False)
+    verdict = runner.grade(EX.only(expected), mutant.source(), mutant.name, examples=20,
+                           shrink=False)
     assert verdict.exit_status == 1
     result = verdict.properties[0]
     assert not result.passed and not result.reason.startswith("not checked"), result.reason
