@@ -75,7 +75,9 @@ inc_lock_ref / dec_lock_ref; lock_ref -> TreeNode.lock_ref; evictable_size, prot
 and evict -> the same names. An adapter over the real class:
 
     clock = itertools.count(1)
-    radix_cache.time = types.SimpleNamespace(monotonic=lambda: next(clock))  # logical clock
+    logical = types.ModuleType("time")   # the time module with a logical monotonic(): any
+    logical.__dict__.update(vars(time), monotonic=lambda: next(clock))  # other clock still works
+    radix_cache.time = logical
     freed = []                     # evict() frees through the allocator; record what it frees
     pool = types.SimpleNamespace(device="cpu", free=lambda idx: freed.extend(idx.tolist()))
     tree = radix_cache.RadixCache(None, pool, page_size=1)
@@ -93,7 +95,10 @@ What SGLang skips by design: dec_lock_ref does not refuse an unlock below zero. 
 scheduler pairs every inc_lock_ref with one dec_lock_ref, so the engine trusts its caller,
 and the bare adapter fails that one check of locked-never-freed; a guard in the adapter
 (`if node.lock_ref == 0: raise ValueError`) restores it. SGLang stamps with time.monotonic();
-the adapter's counter makes that order exact, and it is the rule above. (Checked outside
+the adapter's counter makes that order exact, and it is the rule above. The stand-in keeps
+every other function of the time module, so the adapter keeps working where evict also reads
+a clock (time.perf_counter, to time itself): replacing the module by monotonic alone crashes
+there. (Checked outside
 this repository at commit 95769b280eaaf946a45dd3b50f7e864df09ac893, with a list-backed
 stand-in for torch: the guarded adapter passes all seven properties.)
 """
