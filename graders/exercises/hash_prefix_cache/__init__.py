@@ -96,8 +96,7 @@ tokens on a hit. A cache that works the way its BlockPool does since vLLM PR 426
 blocks without a hash go to the front of the free queue, cached ones to the back; mutant
 trusts_hash_like_vllm) passes every property here except `collisions`, which vLLM skips by
 design. Before that PR, vLLM v1 kept one LRU free queue for every freed block and also
-fails `eviction-order` (the mutant one_free_queue; PR 33710 proposed the split earlier and
-was closed unmerged). nano-vllm's BlockManager behind this interface (tests/graders/
+fails `eviction-order` (the mutant one_free_queue). nano-vllm's BlockManager behind this interface (tests/graders/
 prefix_cache_nano_vllm_style.py) compares only the hit block's own tokens (fails
 `collisions`), keeps one block per hash (fails `duplicates`) and keeps one FIFO free list
 for empty and cached blocks alike (fails `eviction-order`).
