@@ -64,15 +64,16 @@ of `num_blocks` physical blocks of `block_size` tokens each.
 
 The grader plays the engine and runs random beam searches: width 1-4, a prompt of 1-6
 tokens, blocks of 1-4 tokens, survivors drawn at random, and in one search in four a window
-of 1-3 blocks (the others use full attention). Each step it calls, in this order: free() for the hypotheses nobody extended,
-fork() for the extra survivors, free() for a parent whose own continuation lost (after
-its children are forked), then append() for every survivor in creation order. It applies
-every copy you return before it writes any token (as the GPU does: the copies run before
-the step's forward pass), writes each token through your tables into its own model of
-the KV cache, and reads every live hypothesis back through block_table(). Sequence ids
-are the grader's ints; it calls fork, append, free and block_table only on live
-sequences, and sizes the pool so that a solution that never leaks never runs out. Return
-plain ints, None, and lists or tuples; they are compared by type and value.
+of 1-3 blocks (the others use full attention). Each step it calls, in this order: free()
+for the hypotheses nobody extended, fork() for the extra survivors, free() for a parent
+whose own continuation lost (after its children are forked), then append() for every
+survivor in creation order. It applies every copy you return before it writes any token (as
+the GPU does: the copies run before the step's forward pass), writes each token through
+your tables into its own model of the KV cache, and reads every live hypothesis back
+through block_table(). Sequence ids are the grader's ints; it calls fork, append, free and
+block_table only on live sequences, and sizes the pool so that a solution that never leaks
+never runs out. Return plain ints, None, and lists or tuples; they are compared by type and
+value.
 
 The copy bound: all frees of a step land before its first append. Then a block that k live
 hypotheses write into this step costs k - 1 copies and no more: each writer that finds the
