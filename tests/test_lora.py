@@ -1,0 +1,49 @@
+import pytest
+
+from solutions.hardware import NVME_GEN5
+from solutions.lora import ALL_LINEAR, QV, adapter_bytes, adapter_params, lora_step_cost, projections, slot_bytes
+from solutions.models import LLAMA_3_1_8B, LLAMA_3_3_70B, MIXTRAL_8X7B
+
+
+def test_projection_shapes_add_up_to_the_layer_weights():
+    # The seven projections hold every weight of a layer except its two norms.
+    for m in (LLAMA_3_1_8B, LLAMA_3_3_70B):
+        per_layer = sum(i * o for i, o in projections(m).values())
+        assert per_layer == m.attention_params_per_layer - m.hidden_size + m.mlp_params_per_layer() - m.hidden_size
+
+
+def test_a_published_adapter_size():
+    # PEFT's rank-8 q/v adapter on a 4096-wide model with 1024-wide k/v: 8 x (8192 + 5120) x 32 = 3.4M numbers.
+    assert adapter_params(LLAMA_3_1_8B, 8, QV) == 8 * (4096 + 4096 + 4096 + 1024) * 32
+
+
+def test_size_is_linear_in_rank_and_slots_pad_to_the_max_rank():
+    a16, a128 = adapter_bytes(LLAMA_3_1_8B, 16), adapter_bytes(LLAMA_3_1_8B, 128)
+    assert a128 == pytest.approx(8 * a16)
+    assert slot_bytes(LLAMA_3_1_8B, 128) == pytest.approx(a128)
+    assert slot_bytes(LLAMA_3_1_8B, 16) > adapter_bytes(LLAMA_3_1_8B, 16, QV)
+
+
+def test_step_cost_weight_bytes_follow_distinct_adapters_flops_follow_tokens():
+    one = lora_step_cost(LLAMA_3_1_8B, 64, 1, 16)
+    eight = lora_step_cost(LLAMA_3_1_8B, 64, 8, 16)
+    assert eight.weight_bytes == pytest.approx(8 * one.weight_bytes)
+    assert eight.flops == one.flops and eight.activation_bytes == one.activation_bytes
+    assert lora_step_cost(LLAMA_3_1_8B, 128, 8, 16).flops == pytest.approx(2 * eight.flops)
+    assert one.weight_bytes == pytest.approx(adapter_bytes(LLAMA_3_1_8B, 16))
+
+
+@pytest.mark.parametrize("call", [
+    lambda: adapter_params(LLAMA_3_1_8B, 0),
+    lambda: adapter_params(LLAMA_3_1_8B, 8, ("qkv",)),
+    lambda: adapter_params(LLAMA_3_1_8B, 8, ()),
+    lambda: lora_step_cost(LLAMA_3_1_8B, 4, 8, 16),
+    lambda: projections(MIXTRAL_8X7B),
+])
+def test_bad_input_is_a_clear_error(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_storage_rate():
+    assert NVME_GEN5.read_bytes_per_s == 13e9
