@@ -8,14 +8,16 @@ whatever rank and target modules the adapter loaded into it actually has.
 
     adapter_bytes(model, rank, targets)               one adapter as stored (its safetensors)
     slot_bytes(model, max_lora_rank)                   one vLLM GPU slot (padded, every projection)
-    lora_step_cost(model, tokens, adapters, rank)      the extra shrink/expand work of one step
+    lora_kernels(model, tokens, adapters, rank)        the shrink/expand kernels of one layer
+    lora_step_seconds(model, gpu, eff, tokens, ...)    what they add to a step, kernel by kernel
 """
 
 from __future__ import annotations
 
 from solutions.hardware import DTYPE_BYTES
 from solutions.models import Model
-from solutions.roofline import StepCost
+from solutions.hardware import GPU
+from solutions.roofline import Efficiency, StepCost, kernel_time
 
 QV = ("q_proj", "v_proj")
 ATTENTION = ("q_proj", "k_proj", "v_proj", "o_proj")
@@ -64,23 +66,47 @@ def slot_bytes(model: Model, max_lora_rank: int, dtype: str = "bf16", wrapped=AL
     return adapter_bytes(model, max_lora_rank, wrapped, dtype)
 
 
-def lora_step_cost(model: Model, tokens: int, adapters: int, rank: int, targets=ALL_LINEAR,
-                   dtype: str = "bf16") -> StepCost:
-    """Work the LoRA kernels add to one step of `tokens` tokens that use `adapters` distinct
-    adapters (grouped shrink x A^T then expand (.) B^T kernels, Punica SGMV style): each distinct
-    adapter's A and B are read once; every token pays its FLOPs and re-reads its input activation,
-    writes and reads a rank-wide intermediate, and reads and writes the output it adds into."""
+# vLLM's LoRA-wrapped layers of a Llama block: packed projections share one input, so one shrink kernel
+# reads it once for all their slices (QKVParallelLinearWithLoRA, MergedColumnParallelLinearWithLoRA).
+WRAPPED_GROUPS = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "o_proj": ("o_proj",),
+                  "gate_up_proj": ("gate_proj", "up_proj"), "down_proj": ("down_proj",)}
+
+
+def lora_kernels(model: Model, tokens: int, adapters: int, rank: int, dtype: str = "bf16") -> dict[str, StepCost]:
+    """The LoRA kernels of ONE layer, Punica/SGMV style: per wrapped layer a shrink (x A^T, every
+    slice) and an expand (. B^T, added into the base output). Each distinct adapter's A and B are
+    read once; every token pays FLOPs, re-reads its input, and writes and reads the rank-wide
+    intermediate and the output it adds into. Names are '<layer>.shrink' and '<layer>.expand'."""
     _check_rank(rank)
     if not (isinstance(tokens, int) and tokens >= 1 and isinstance(adapters, int) and 1 <= adapters <= tokens):
         raise ValueError(f"need tokens >= 1 and 1 <= adapters <= tokens, got tokens={tokens!r}, adapters={adapters!r}")
     b = DTYPE_BYTES[dtype]
     shapes = projections(model)
-    width = _width(model, targets)
-    io = sum(shapes[t][0] + 2 * rank + 2 * shapes[t][1] for t in targets)
-    L = model.num_layers
-    return StepCost(
-        flops=2.0 * tokens * rank * width * L,
-        weight_bytes=adapters * rank * width * L * b,
-        activation_bytes=tokens * io * L * b,
-        tokens=tokens,
-    )
+    out = {}
+    for layer, members in WRAPPED_GROUPS.items():
+        n_in = shapes[members[0]][0]
+        n_out = sum(shapes[m][1] for m in members)
+        slices = len(members)
+        out[f"{layer}.shrink"] = StepCost(flops=2.0 * tokens * rank * n_in * slices,
+                                          weight_bytes=adapters * slices * rank * n_in * b,
+                                          activation_bytes=tokens * (n_in + slices * rank) * b, tokens=tokens)
+        out[f"{layer}.expand"] = StepCost(flops=2.0 * tokens * rank * n_out,
+                                          weight_bytes=adapters * rank * n_out * b,
+                                          activation_bytes=tokens * (slices * rank + 2 * n_out) * b, tokens=tokens)
+    return out
+
+
+def lora_step_cost(model: Model, tokens: int, adapters: int, rank: int, dtype: str = "bf16") -> StepCost:
+    """All LoRA kernels of one step, summed over layers (for bytes and FLOPs; time them per kernel)."""
+    kernels = lora_kernels(model, tokens, adapters, rank, dtype).values()  # different weights: their bytes add
+    layers = model.num_layers
+    return StepCost(flops=layers * sum(c.flops for c in kernels), weight_bytes=layers * sum(c.weight_bytes for c in kernels),
+                    activation_bytes=layers * sum(c.activation_bytes for c in kernels), tokens=tokens)
+
+
+def lora_step_seconds(model: Model, gpu: GPU, eff: Efficiency, tokens: int, adapters: int, rank: int,
+                      dtype: str = "bf16") -> float:
+    """Seconds the LoRA kernels add to a step: each kernel at its own roofline (`eff`: use the step
+    model's fitted GEMM efficiency), with its per-launch floor, times the layers."""
+    kernels = lora_kernels(model, tokens, adapters, rank, dtype)
+    return model.num_layers * sum(kernel_time(c, gpu, eff) for c in kernels.values())
