@@ -291,3 +291,20 @@ QWEN3_14B = Model(
     source="huggingface.co/Qwen/Qwen3-14B/blob/main/config.json, as restated in zyzshishui/slime@"
     "aa3375040b9b7fd90832fb03099776d0a34ce41c:scripts/models/qwen3-14B.sh; model card: 14.8B parameters",
 )
+
+# A small same-tokenizer draft model for Llama 3.x targets (speculative decoding answers).
+LLAMA_3_2_1B = Model(
+    name="Llama 3.2 1B",
+    hf_id="meta-llama/Llama-3.2-1B-Instruct",
+    num_layers=16,
+    hidden_size=2048,
+    num_heads=32,
+    num_kv_heads=8,
+    head_dim=64,
+    intermediate_size=8192,
+    vocab_size=128256,
+    tie_word_embeddings=True,
+    source="huggingface.co/meta-llama/Llama-3.2-1B-Instruct/blob/main/config.json "
+    "(commit 4e20de362430cd3b72f300e6b0f18e50e7166e08, as vendored in kevinstephano/thunder_model_blocks "
+    "hf_llama/llama_config.py): 16 layers, hidden 2048, 32 heads, 8 KV heads, head_dim 64, tied embeddings",
+)

@@ -46,21 +46,33 @@ ALLREDUCE_MEASURED_US = {
 ALLREDUCE_GPUS = {"H100 TP8 (sglang PR 2904)": 8, "A100 TP4 (sglang PR 2688)": 4}
 
 
-def fit_interconnect(measured_us: dict[int, float], gpus: int, source: str) -> Interconnect:
+# Large messages (prefill: thousands of tokens x hidden x 2 bytes) go over NCCL's ring, which reaches
+# about 370 GB/s of bus bandwidth on H100 NVLink against a 450 GB/s line rate ("with the protocol
+# overhead (~20%) NCCL can get an effective NVLink bandwidth of 370GB/s": NCCL maintainer,
+# NVIDIA/nccl-tests issue 212). The same 0.82 of the line rate is ASSUMED for the A100's NVLink 3.
+NCCL_RING_FRACTION_OF_NVLINK = 370 / 450
+
+
+def fit_interconnect(measured_us: dict[int, float], gpus: int, source: str,
+                     large_bus_bytes_per_s: float | None = None) -> Interconnect:
     """Least-squares line through measured (message bytes, microseconds): the intercept is the
     latency, the slope the ring's bus bandwidth (time = latency + 2 (n-1)/n x bytes / bus)."""
     m = np.array(list(measured_us), dtype=float)
     t = np.array(list(measured_us.values())) * 1e-6
     slope, intercept = np.polyfit(2 * (gpus - 1) / gpus * m, t, 1)
-    return Interconnect(latency_s=float(intercept), bus_bytes_per_s=float(1 / slope), source=source)
+    return Interconnect(latency_s=float(intercept), bus_bytes_per_s=float(1 / slope), source=source,
+                        large_bus_bytes_per_s=large_bus_bytes_per_s)
 
 
 HOPPER_NVLINK = fit_interconnect(ALLREDUCE_MEASURED_US["H100 TP8 (sglang PR 2904)"], 8,
                                  "fit to vLLM custom all-reduce on 8x H100 (sglang PR 2904 table), "
-                                 "messages 512 B - 1 MiB")
+                                 "messages 512 B - 1 MiB; large messages at NCCL's ring bandwidth",
+                                 NCCL_RING_FRACTION_OF_NVLINK * 450e9)
 AMPERE_NVLINK = fit_interconnect(ALLREDUCE_MEASURED_US["A100 TP4 (sglang PR 2688)"], 4,
                                  "fit to vLLM custom all-reduce on 4x A100 (sglang PR 2688 table), "
-                                 "messages 512 B - 1 MiB")
+                                 "messages 512 B - 1 MiB; large messages at NCCL's ring bandwidth (assumed "
+                                 "the H100's fraction of line rate)",
+                                 NCCL_RING_FRACTION_OF_NVLINK * 300e9)
 
 
 def interconnect(gpu: GPU) -> Interconnect | None:

@@ -82,21 +82,35 @@ class KernelFit:
 class Interconnect:
     """The tensor-parallel link as an all-reduce sees it: a latency per collective and the bus
     bandwidth a ring reaches (bytes each GPU sends per second), so a ring all-reduce of m bytes
-    over n GPUs takes latency + 2 (n - 1) / n x m / bus bandwidth."""
+    over n GPUs takes latency + 2 (n - 1) / n x m / bus bandwidth. The latency and the small-message
+    bandwidth are fitted on measured decode-sized all-reduces (up to `large_from_bytes`); bigger
+    messages run the bandwidth-optimal algorithms (vLLM's two-shot custom all-reduce below 8 MiB,
+    NCCL's ring above: `CustomAllreduce.should_custom_ar`, `max_size=8192 * 1024`,
+    vllm-project/vllm@0ad80649d36672284c95b5e1ae73447d9d5f207f:vllm/distributed/device_communicators/
+    custom_all_reduce.py), so with `large_bus_bytes_per_s` given, the bytes beyond the measured range
+    move at that bandwidth (continuous in the message size)."""
 
     latency_s: float
     bus_bytes_per_s: float
     source: str
+    large_bus_bytes_per_s: float | None = None
+    large_from_bytes: float = 1024 * 1024
 
     def __post_init__(self):
-        if self.latency_s < 0 or self.bus_bytes_per_s <= 0:
-            raise ValueError(f"Interconnect needs latency_s >= 0 and bus_bytes_per_s > 0, got {self.latency_s}, "
-                             f"{self.bus_bytes_per_s}")
+        if self.latency_s < 0 or self.bus_bytes_per_s <= 0 or (self.large_bus_bytes_per_s or 1) <= 0:
+            raise ValueError(f"Interconnect needs latency_s >= 0 and positive bandwidths, got {self.latency_s}, "
+                             f"{self.bus_bytes_per_s}, {self.large_bus_bytes_per_s}")
 
-    def allreduce_s(self, message_bytes: float, gpus: int) -> float:
+    def allreduce_s(self, message_bytes, gpus: int):
         if gpus <= 1:
             return 0.0
-        return self.latency_s + 2 * (gpus - 1) / gpus * message_bytes / self.bus_bytes_per_s
+        share = 2 * (gpus - 1) / gpus  # bytes each GPU sends per message byte in a ring
+        if self.large_bus_bytes_per_s is None:
+            return self.latency_s + share * message_bytes / self.bus_bytes_per_s
+        small = np.minimum(message_bytes, self.large_from_bytes)
+        beyond = message_bytes - small
+        return (self.latency_s + share * small / self.bus_bytes_per_s
+                + share * beyond / self.large_bus_bytes_per_s)
 
 
 @dataclass(frozen=True)

@@ -142,3 +142,17 @@ def test_bad_steps_say_what_is_wrong():
 def _ideal():
     from solutions.roofline import IDEAL
     return IDEAL
+
+
+def test_large_allreduces_run_at_the_ring_bandwidth_small_ones_at_the_measured_latency():
+    """Decode-sized messages (inside the measured range, up to 1 MiB) keep the measured custom
+    all-reduce; the bytes of a prefill's 100 MB message beyond that range move at NCCL's ring
+    bandwidth (about 370 GB/s on H100), not at the small-message fit extrapolated."""
+    link = step_defaults.interconnect(H100_SXM)
+    small = 16 * 8192 * 2
+    assert link.allreduce_s(small, 8) == pytest.approx(link.latency_s + 1.75 * small / link.bus_bytes_per_s)
+    big, edge = 6800 * 8192 * 2, 1024 * 1024
+    expected = link.latency_s + 1.75 * edge / link.bus_bytes_per_s + 1.75 * (big - edge) / 370e9
+    assert link.allreduce_s(big, 8) == pytest.approx(expected)
+    sizes = np.geomspace(1e3, 1e9, 50)
+    assert np.all(np.diff(link.allreduce_s(sizes, 8)) > 0)  # continuous and increasing in the size
