@@ -308,3 +308,8 @@ LLAMA_3_2_1B = Model(
     "(commit 4e20de362430cd3b72f300e6b0f18e50e7166e08, as vendored in kevinstephano/thunder_model_blocks "
     "hf_llama/llama_config.py): 16 layers, hidden 2048, 32 heads, 8 KV heads, head_dim 64, tied embeddings",
 )
+
+# The context a model's config declares (max_position_embeddings): what vLLM takes as
+# max_model_len when none is given. Llama 3.1 and 3.3 configs: 131,072
+# (huggingface.co/meta-llama/Llama-3.3-70B-Instruct/blob/main/config.json, and the 3.1 8B and 405B configs).
+MAX_POSITION_EMBEDDINGS = {LLAMA_3_1_8B.name: 131072, LLAMA_3_3_70B.name: 131072, LLAMA_3_1_405B.name: 131072}
