@@ -194,10 +194,3 @@ NVME_GEN5 = Storage(
     source="Samsung PM1743 announcement, Dec 2021: sequential read 13,000 MB/s, write 6,600 MB/s "
     "(reported e.g. at digit.in/news/general/samsung-announces-first-pcie-50-ssds-with-up-to-13gbps-read-speeds-62358.html)",
 )
-
-NVME_GEN4 = Storage(
-    name="PCIe Gen4 x4 NVMe (Samsung PM9A3)",
-    read_gb_s=6.8,
-    source="Samsung PM9A3 data-centre SSD: sequential read up to 6,800 MB/s (as quoted alongside the PM1743 "
-    "announcement, e.g. gamersinfotech.com/samsung-teases-pcie-5-0-ssds-coming-in-q2-2022/)",
-)

@@ -1,6 +1,5 @@
 import pytest
 
-from solutions.hardware import NVME_GEN5
 from solutions.hardware import H100_SXM
 from solutions.lora import (ALL_LINEAR, QV, adapter_bytes, adapter_params, lora_kernels, lora_step_cost, lora_step_seconds,
                            projections, slot_bytes)
@@ -60,6 +59,3 @@ def test_bad_input_is_a_clear_error(call):
     with pytest.raises(ValueError):
         call()
 
-
-def test_storage_rate():
-    assert NVME_GEN5.read_bytes_per_s == 13e9
