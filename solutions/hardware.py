@@ -173,24 +173,3 @@ STREAMING_MULTIPROCESSORS = {
 
 
 # ---- storage a model or an adapter is loaded from ------------------------------------------------
-
-@dataclass(frozen=True)
-class Storage:
-    """A local drive, as its maker rates it: sequential read in decimal GB/s (a best case; a
-    loader that reads many small files or parses on one CPU thread gets less)."""
-
-    name: str
-    read_gb_s: float
-    source: str
-
-    @property
-    def read_bytes_per_s(self) -> float:
-        return self.read_gb_s * GB
-
-
-NVME_GEN5 = Storage(
-    name="PCIe Gen5 x4 NVMe (Samsung PM1743)",
-    read_gb_s=13.0,
-    source="Samsung PM1743 announcement, Dec 2021: sequential read 13,000 MB/s, write 6,600 MB/s "
-    "(reported e.g. at digit.in/news/general/samsung-announces-first-pcie-50-ssds-with-up-to-13gbps-read-speeds-62358.html)",
-)
