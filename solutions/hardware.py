@@ -170,3 +170,6 @@ GPUS = {g.name: g for g in (A100_80GB_SXM, A100_80GB_PCIE, H100_SXM, H100_PCIE, 
 STREAMING_MULTIPROCESSORS = {
     "H100 SXM": 132,  # NVIDIA H100 Tensor Core GPU Architecture whitepaper: "132 SMs" on H100 SXM5
 }
+
+
+# ---- storage a model or an adapter is loaded from ------------------------------------------------
