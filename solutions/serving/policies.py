@@ -4,9 +4,15 @@
     simulate(workload, replica, policy=partial(ShortestPrefillFirst, aging_tokens_per_s=2000))
 
 A policy keeps FCFS's machinery (budget, KV blocks, preemption, decode aggregates) and changes
-only who is admitted: it reorders `self.waiting` before FCFS admission runs. What it knows is the
-prompt; the output length is unknown until the request stops, so decodes are left to continuous
-batching (every running decode gets its token every step) and only prefills are ordered.
+only who is admitted: it reorders (or holds back part of) `self.waiting` before FCFS admission
+runs. Every running decode still gets its token every step.
+
+    ShortestPrefillFirst  by prompt tokens left, with aging; pauses a long prefill for short ones (q50)
+    PriorityScheduler     vLLM's priority order, with a KV cap per priority class (q10)
+    FairScheduler         per-tenant weighted-token counters, VTC-style, with the counter lift (q11)
+
+Each sets `fifo_admission = False`: it may admit a request behind a blocked queue head, so the
+simulator must not run decode-only steps past an arrival while requests wait.
 """
 
 from __future__ import annotations
