@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import io
 import json
 import re
 import struct
@@ -37,6 +38,7 @@ from solutions.bank import DIFFICULTIES, TOPICS, BankError, Question, load_bank
 ROOT = Path(__file__).parent
 MATHJAX_DIR = "assets/mathjax"         # where the site serves MathJax from
 PLOTS_DIR = "assets/plots"             # notebook images, one file each, named by content
+CACHE_DIR = ".cache/study-site"       # plots re-encoded for the web (gitignored)
 BANK_JSON = "assets/questions.json"    # the bank for the browser: table, progress, mock interview
 TABLE_PAGE = "questions/index.md"      # every question, filterable and sortable
 MOCK_PAGE = "mock-interview.md"
@@ -387,6 +389,30 @@ def _png_size(data: bytes) -> tuple[int, int] | None:
     return None
 
 
+def _web_png(data: bytes) -> bytes:
+    """A notebook's PNG re-encoded with a 256-colour palette: plots have few colours, so this is
+    about a third of the bytes and looks the same. Cached by content; an image with transparency,
+    or one the palette would not shrink, is kept as it is."""
+    from PIL import Image
+
+    cached = ROOT / CACHE_DIR / "plots" / f"{hashlib.sha256(data).hexdigest()[:24]}.png"
+    if cached.is_file():
+        return cached.read_bytes()
+    out = data
+    with Image.open(io.BytesIO(data)) as im:
+        opaque = im.mode == "RGB" or (im.mode == "RGBA" and im.getextrema()[3] == (255, 255))
+        if opaque:
+            small = im.convert("RGB").quantize(256, method=Image.Quantize.FASTOCTREE,
+                                               dither=Image.Dither.NONE)
+            buffer = io.BytesIO()
+            small.save(buffer, "PNG")
+            if buffer.tell() < len(data):
+                out = buffer.getvalue()
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_bytes(out)
+    return out
+
+
 def _plain(md_text: str) -> str:
     """Prose for alt text: Markdown and TeX markup dropped, first sentence or two kept."""
     text = re.sub(r"```.*?```", " ", md_text, flags=re.S)
@@ -433,7 +459,7 @@ class _Renderer:
 
     def plot(self, data: bytes, ext: str, code: str, k: int, n: int, meta: dict) -> str:
         name = f"{PLOTS_DIR}/{hashlib.sha256(data).hexdigest()[:16]}.{ext}"
-        _build.setdefault("plots", {})[name] = data
+        _build.setdefault("plots", {})[name] = _web_png(data) if ext == "png" else data
         url = get_relative_url(name, self.page_url)
         size = _png_size(data) if ext == "png" else None
         width, height = meta.get("width"), meta.get("height")
