@@ -358,7 +358,7 @@ _H1_LINE = re.compile(r"^# .*$\n?", re.M)
 _H2 = re.compile(r"^## +(.+?)\s*#*\s*$", re.M)
 _HEADING_ID = re.compile(r'<(h[1-6])([^>]*?)\sid="([^"]*)"([^>]*)>')
 _REMOTE_LOAD = re.compile(r"""(?:\bsrc\s*=\s*["']?|import\(\s*["']|url\(\s*["']?)(?:https?:)?//""", re.I)
-_PLOT_TITLE = re.compile(r"""(?:set_title|suptitle|\btitle)\(\s*[rfbu]*(["'])(.+?)\1""")
+_PLOT_TITLE = re.compile(r"""(?:(?:set_title|suptitle|\btitle)\(\s*|\btitle\s*=\s*)[rfbu]*(["'])(.+?)\1""")
 _QUESTION_ID = re.compile(r"(?<![\w/#-])(q\d\d)(?![\w-])")
 
 
@@ -399,15 +399,18 @@ def _web_png(data: bytes) -> bytes:
     if cached.is_file():
         return cached.read_bytes()
     out = data
-    with Image.open(io.BytesIO(data)) as im:
-        opaque = im.mode == "RGB" or (im.mode == "RGBA" and im.getextrema()[3] == (255, 255))
-        if opaque:
-            small = im.convert("RGB").quantize(256, method=Image.Quantize.FASTOCTREE,
-                                               dither=Image.Dither.NONE)
-            buffer = io.BytesIO()
-            small.save(buffer, "PNG")
-            if buffer.tell() < len(data):
-                out = buffer.getvalue()
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            opaque = im.mode == "RGB" or (im.mode == "RGBA" and im.getextrema()[3] == (255, 255))
+            if opaque:
+                small = im.convert("RGB").quantize(256, method=Image.Quantize.FASTOCTREE,
+                                                   dither=Image.Dither.NONE)
+                buffer = io.BytesIO()
+                small.save(buffer, "PNG")
+                if buffer.tell() < len(data):
+                    out = buffer.getvalue()
+    except (OSError, SyntaxError, ValueError):
+        return data  # not an image Pillow reads: served as the notebook has it
     cached.parent.mkdir(parents=True, exist_ok=True)
     cached.write_bytes(out)
     return out
@@ -416,7 +419,8 @@ def _web_png(data: bytes) -> bytes:
 def _plain(md_text: str) -> str:
     """Prose for alt text: Markdown and TeX markup dropped, first sentence or two kept."""
     text = re.sub(r"```.*?```", " ", md_text, flags=re.S)
-    text = re.sub(r"^#+\s*", "", text, flags=re.M)
+    prose = re.sub(r"^#+\s.*$", "", text, flags=re.M)  # a heading is the caption only alone
+    text = prose if prose.strip() else re.sub(r"^#+\s*", "", text, flags=re.M)
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
     text = re.sub(r"[*_`$\\]|\|", " ", text)
     text = re.sub(r"\s+", " ", text).strip()
@@ -429,10 +433,16 @@ def _plain(md_text: str) -> str:
     return out or text[:240]
 
 
+def _title_text(literal: str) -> str:
+    """A plot title from its source literal: f-string fields and TeX markup dropped."""
+    text = re.sub(r"\{[^{}]*\}", "", literal).replace("$", "").replace("\\", "")
+    return re.sub(r"\s+", " ", text).strip(" :,")
+
+
 def _alt(code: str, caption: str, k: int, n: int) -> str:
     title = _PLOT_TITLE.search(code)
     parts = ["Plot" + (f" {k} of {n}" if n > 1 else "")
-             + (f": {re.sub(r'[{}$]', '', title.group(2))}" if title else "")]
+             + (f": {_title_text(title.group(2))}" if title else "")]
     if caption:
         parts.append(caption)
     return html.escape(". ".join(parts), quote=True)
@@ -518,11 +528,18 @@ class _Renderer:
         return f'<div class="qb-cell qb-cell--code">{"".join(parts)}</div>' if parts else ""
 
 
+def _split_at_headings(cell: dict) -> list[dict]:
+    """A Markdown cell cut before each level-2 heading, so a section can start mid-cell."""
+    if cell["cell_type"] != "markdown":
+        return [cell]
+    chunks = re.split(r"(?m)^(?=## )", _text(cell["source"]))
+    return [{**cell, "source": chunk} for chunk in chunks if chunk.strip()]
+
+
 def _sections(cells) -> list[tuple[str, list[dict]]]:
-    """Cells grouped by `## ` headings: [(heading or "", cells)]; a cell starting with a level-2
-    heading opens a section."""
+    """Cells grouped by `## ` headings: [(heading or "", cells)]."""
     sections: list[tuple[str, list[dict]]] = [("", [])]
-    for cell in cells:
+    for cell in (piece for c in cells for piece in _split_at_headings(c)):
         if cell["cell_type"] == "markdown":
             m = _H2.match(_text(cell["source"]).lstrip())
             if m:
@@ -628,8 +645,8 @@ def _render_answer(q: Question, page, config) -> str:
            "<code>pip install -e '.[dev]'</code>: <code>python scripts/execute_notebooks.py "
            f"{_answer_uri(q)}</code> re-executes it in place, and <code>pytest {_answer_uri(q)}"
            "</code> re-executes it and checks every output.</p>")
-    short = (f'<section class="qb-short" aria-label="Short answer"><p class="qb-short__title">'
-             f"Short answer</p>\n{answer.short}\n</section>\n" if answer.short else "")
+    short = (f'<section class="qb-short" aria-label="Short answer">\n{answer.short}\n</section>\n'
+             if answer.short else "")
     return _excluded(
         f'<details class="qb-answer" id="answer">\n'
         f"<summary>Reference answer: show the worked solution</summary>\n"

@@ -15,9 +15,11 @@ scheme; the page weights stay within budget (printed). Screenshots go to test-ar
 
 from __future__ import annotations
 
+import base64
 import functools
 import gzip
 import http.server
+import io
 import json
 import os
 import re
@@ -117,16 +119,19 @@ def _source(cell) -> str:
     return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
 
-def _section(nb: dict, name: str) -> list[dict]:
-    """The cells of a notebook's `## <name>` section (empty if it has none)."""
-    cells, inside = [], False
+def _section(nb: dict, name: str) -> list[str] | None:
+    """The Markdown lines of a notebook's `## <name>` section (None if it has none)."""
+    lines, inside, found = [], False, False
     for cell in nb["cells"]:
-        text = _source(cell).lstrip()
-        if cell["cell_type"] == "markdown" and text.startswith("## "):
-            inside = text[3:].strip().lower().startswith(name)
-        if inside:
-            cells.append(cell)
-    return cells
+        if cell["cell_type"] != "markdown":
+            continue
+        for line in _source(cell).splitlines():
+            if line.startswith("## "):
+                inside = line[3:].strip().lower().startswith(name)
+                found |= inside
+            elif inside:
+                lines.append(line)
+    return lines if found else None
 
 
 # -- the site as files ------------------------------------------------------------------------------
@@ -193,16 +198,14 @@ def test_the_short_answer_comes_first_and_the_rubric_is_extracted(site, bank):
         nb = _notebook(q)
         answer = answer_of(read(site, page_of(q)))
         short = _section(nb, "short answer")
-        if short:
-            first_prose = next(_source(c) for c in short[1:] + short if c["cell_type"] == "markdown")
-            word = max(re.findall(r"[A-Za-z]{6,}", first_prose) or ["Short"], key=len)
+        if short is not None:
+            word = max(re.findall(r"[A-Za-z]{6,}", " ".join(short)) or ["Short"], key=len)
             start = answer.index('<section class="qb-short"')
             assert start < answer.index('<div class="qb-notebook">'), q.id
             assert word in answer[start:answer.index('<div class="qb-notebook">')], (q.id, word)
         else:
             assert 'class="qb-short"' not in answer, q.id
-        bullets = [line for c in _section(nb, "rubric") if c["cell_type"] == "markdown"
-                   for line in _source(c).splitlines() if re.match(r"^(?:[-*+]|\d+[.)])\s", line)]
+        bullets = [line for line in _section(nb, "rubric") or [] if re.match(r"^(?:[-*+]|\d+[.)])\s", line)]
         assert len(table[q.id]["rubric"]) == len(bullets), f"{q.id}: rubric has {len(bullets)} bullets"
         assert table[q.id]["url"] == f"questions/{q.topic}/{q.slug}/"
 
@@ -299,6 +302,54 @@ def test_search_indexes_prompts_and_ids_but_not_answers(site, bank):
         leaked = [s for s in ["Reference answer", "execute_notebooks", "Your progress", *outputs[:3]]
                   if s in indexed]
         assert not leaked, f"{q.id}: the answer leaked into the search index: {leaked}"
+
+
+def test_a_notebook_renders_short_answer_first_code_folded_rubric_extracted(tmp_path):
+    """The renderer on a notebook with every part of the answer anatomy (the bank's notebooks
+    may not have them all yet)."""
+    from mkdocs.config import load_config
+
+    import site_hooks
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (2, 3), "white").save(buffer, "PNG")
+    png = buffer.getvalue()
+    cells = [
+        ("markdown", "# q99 · A title the page already has\n\nWhy this answer is built this way."),
+        ("markdown", "## Assumptions\n\nThe kit's H100."),
+        ("code", "import math\nx = 2"),
+        ("markdown", "## Short answer\n\nAbout **42 ms** per step, memory-bound."),
+        ("markdown", "## Derivation\n\nThe step time grows with the batch, as the plot shows."),
+        ("code", "ax.set_title('Step time against batch')"),
+        ("markdown", "## Rubric\n\n- names both operands\n- states units,\n  GB vs GiB\n"
+                     "- **wrong turn:** uses the PCIe peak\n\n## Sources\n\n- a datasheet"),
+    ]
+    nb = {"cells": [{"cell_type": kind, "source": text, "metadata": {},
+                     **({"outputs": [], "execution_count": 1} if kind == "code" else {})}
+                    for kind, text in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    nb["cells"][2]["outputs"] = [{"output_type": "stream", "name": "stdout",
+                                  "text": "\x1b[31mred\x1b[0m x = 2\n"}]
+    nb["cells"][5]["outputs"] = [{"output_type": "display_data", "metadata": {},
+                                  "data": {"image/png": base64.b64encode(png).decode(),
+                                           "text/plain": "<Figure>"}}]
+    path = tmp_path / "q99-demo.ipynb"
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    config = load_config(str(ROOT / "mkdocs.yml"))
+    answer = site_hooks.render_notebook(path, config, "questions/demo/q99-demo/")
+
+    assert "42 ms" in answer.short and "42 ms" not in answer.body
+    assert "A title the page already has" not in answer.short + answer.body
+    assert answer.body.index("Why this answer") < answer.body.index("Assumptions")
+    assert '<details class="qb-code">' in answer.body and "<details class=\"qb-code\" open" not in answer.body
+    assert "x = 2</pre>" in answer.body and "\x1b" not in answer.body
+    assert [re.sub(r"<[^>]+>", "", r) for r in answer.rubric] == [
+        "names both operands", "states units, GB vs GiB", "wrong turn: uses the PCIe peak"]
+    img = refs(answer.body).images[0]
+    assert img["alt"].startswith("Plot: Step time against batch. The step time grows")
+    assert (img["width"], img["height"]) == ("2", "3")
+    assert not answer.has_math
 
 
 # -- the site in a real browser --------------------------------------------------------------------
