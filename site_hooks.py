@@ -326,7 +326,85 @@ def _grader_section(q: Question) -> str:
             f"the grader's property tests judge it (exit status 0 means every property held):\n\n"
             f"```bash\ngrader init {q.grader} {path}\ngrader check {q.grader} {path}\n```\n\n"
             f"`grader show {q.grader}` prints the task and the interface; `--json report.json` "
-            f"writes a machine-readable report.\n")
+            f"writes a machine-readable report. Or start below, in the browser, from the same "
+            f"starter file, and download it when you want to grade it.\n\n{EXERCISE_MARK}\n")
+
+
+# -- a graded exercise: starter in an editor, the reference solution, the bugs it catches ------------
+
+EXERCISE_MARK = "<!-- exercise -->"
+
+
+def _without_docstring(source: str) -> list[str]:
+    """Source lines after the module docstring: what a mutant changes is code, not prose."""
+    import ast
+
+    lines = source.splitlines()
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return lines
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        lines = lines[body[0].end_lineno:]
+    return [line for line in lines if line.strip()]
+
+
+def _mutant_diff(reference: str, mutant: str) -> str:
+    import difflib
+
+    diff = difflib.unified_diff(_without_docstring(reference), _without_docstring(mutant), n=1,
+                                lineterm="")
+    return "\n".join(line for line in diff if not line.startswith(("---", "+++")))
+
+
+def _exercise_html(q: Question, config) -> str:
+    """The starter file in an editor (download it, grade it with the CLI), the reference
+    solution and the catalogue of realistic bugs the grader catches, each as its diff: folded."""
+    from graders import registry
+    from graders.exercise import mutant_property
+
+    ex = registry.get(q.grader)
+    md = _markdown(config, "exercise-")
+    filename = _grader_file(q)
+    starter = ex.starter.read_text(encoding="utf-8")
+    reference = ex.reference.read_text(encoding="utf-8")
+
+    def code(text, lang="python"):
+        md.reset()
+        fence = "`" * max(3, max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+        return md.convert(f"{fence}{lang}\n{text}\n{fence}")
+
+    bugs = []
+    for mutant in ex.mutants():
+        text = mutant.read_text(encoding="utf-8")
+        doc = re.match(r'\s*"""(.*?)"""', text, re.S)
+        summary = (doc.group(1).strip().splitlines()[0] if doc else mutant.stem).removeprefix("Mutant: ")
+        history = doc.group(1).strip().split("\n\n")[1].strip() if doc and "\n\n" in doc.group(1).strip() else ""
+        history = "" if history.startswith("Property:") else history
+        bugs.append(f'<li><p><strong>{html.escape(summary)}</strong> fails '
+                    f'<code>{html.escape(mutant_property(mutant))}</code>'
+                    + (f". {html.escape(history)}" if history else "") + "</p>"
+                    + code(_mutant_diff(reference, text), "diff") + "</li>")
+    rows = max(12, min(40, starter.count("\n") + 2))
+    return _excluded(
+        f'<div class="qb-exercise" data-filename="{html.escape(filename)}">'
+        f'<p><label for="qb-editor-{q.id}"><strong>Your {html.escape(filename)}</strong> '
+        f"(the starter file of <code>grader init {q.grader}</code>)</label></p>"
+        f'<textarea id="qb-editor-{q.id}" class="qb-editor" rows="{rows}" spellcheck="false" '
+        f'autocapitalize="off" autocomplete="off" wrap="off">'
+        f"{html.escape(starter)}</textarea>"
+        '<p class="qb-exercise__actions"><button type="button" class="md-button" data-exercise="download">'
+        f"Download {html.escape(filename)}</button> "
+        '<button type="button" class="md-button" data-exercise="reset">Back to the starter</button> '
+        '<span class="qb-exercise__saved" aria-live="polite"></span></p>'
+        '<details class="qb-reference"><summary>Reference solution (a spoiler: try first)</summary>'
+        f"<p><code>{ex.reference.relative_to(ROOT).as_posix()}</code>, which the grader passes.</p>"
+        f"{code(reference)}</details>"
+        f'<details class="qb-bugs"><summary>The {len(bugs)} bugs the grader catches, each as its '
+        "diff from the reference</summary><p>Each is a realistic mistake, most from a real "
+        "engine's history; the grader fails each on the property named.</p>"
+        f'<ol class="qb-bug-list">{"".join(bugs)}</ol></details></div>')
 
 
 _ID_IN_TITLE = re.compile(r"^(q\d\d)\s*[:·.\-]\s*")
@@ -680,7 +758,9 @@ def on_page_content(html_text, page, config, files):
     q = _question_for(page)
     if q is not None:
         page.meta["mathjax"] = page.meta.get("mathjax") or _answer(q, config).has_math
-        return (f'<div class="qb-prompt">{html_text}</div>\n'
+        prompt, _, rest = html_text.replace(f"<p>{EXERCISE_MARK}</p>", EXERCISE_MARK).partition(EXERCISE_MARK)
+        exercise = _exercise_html(q, config) + rest if q.grader else ""
+        return (f'<div class="qb-prompt">{prompt}</div>\n{exercise}\n'
                 + _render_answer(q, page, config) + _practice(q))
     if NOTEBOOK_MARK in html_text:  # a notebook page of its own (docs/*.ipynb)
         src = ROOT / "docs" / (Path(page.file.src_uri).stem + ".ipynb")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import functools
 import gzip
+import html as html_lib
 import http.server
 import io
 import json
@@ -224,7 +225,9 @@ def test_every_plot_is_a_file_with_alt_text(site, bank):
 
 def test_graded_questions_name_one_file_and_give_the_exact_grader_commands(site, bank):
     for q in bank:
-        text = re.sub(r"<[^>]+>", "", read(site, page_of(q)))
+        page = read(site, page_of(q))
+        page = re.sub(r'<div class="qb-exercise".*?</search-exclude>', "", page, flags=re.S)  # the starter's own text
+        text = re.sub(r"<[^>]+>", "", page)
         if q.grader:
             files = set(re.findall(rf"grader (?:init|check) {q.grader} (\S+\.py)", text))
             assert len(files) == 1, f"{q.id}: the page names {files}"
@@ -233,6 +236,29 @@ def test_graded_questions_name_one_file_and_give_the_exact_grader_commands(site,
                 assert line in text, f"{q.id}: missing `{line}`"
         else:
             assert "grader init" not in text, q.id
+
+
+def test_graded_questions_show_starter_reference_and_every_bug_they_catch(site, bank):
+    from graders import registry
+    from graders.exercise import mutant_property
+
+    for q in (q for q in bank if q.grader):
+        page = read(site, page_of(q))
+        ex = registry.get(q.grader)
+        box = page[page.index('<div class="qb-exercise"'):page.index('<details class="qb-answer"')]
+        editor = re.search(r'<textarea id="qb-editor-[^>]*>(.*?)</textarea>', box, re.S).group(1)
+        assert html_lib.unescape(editor) == ex.starter.read_text(encoding="utf-8"), q.id
+        text = html_lib.unescape(re.sub(r"<[^>]+>", "", box))
+        reference = [line.strip() for line in ex.reference.read_text(encoding="utf-8").splitlines()
+                     if line.strip()]
+        assert all(line in text for line in reference), f"{q.id}: the reference is not shown whole"
+        assert re.search(r'<details class="qb-reference">', box), f"{q.id}: reference not folded"
+        bugs = re.findall(r"<li><p><strong>.*?</li>", box, re.S)
+        assert len(bugs) == len(ex.mutants()), q.id
+        for bug, mutant in zip(bugs, ex.mutants()):
+            assert f"<code>{mutant_property(mutant)}</code>" in bug, (q.id, mutant.name)
+            assert 'class="gd"' in bug or 'class="gi"' in bug, f"{q.id}: {mutant.name} shows no diff"
+        assert "qb-exercise" not in page[page.index('<div class="qb-prompt">'):page.index("</div>\n<search-exclude")]
 
 
 def test_previous_and_next_stay_within_the_topic(site, bank):
@@ -657,6 +683,36 @@ def test_a_three_question_mock_interview_runs_start_to_finish(reader, bank):
     assert review.locator(".qb-mock__score").inner_text().startswith(f"Score: 1 of {want}")
     assert "notes for question 1" in answers.first.inner_text()
     reader.screenshot("mock-review")
+    reader.assert_clean()
+
+
+def test_an_exercise_starts_from_the_starter_file_and_downloads_it(reader, bank):
+    q = next((q for q in bank if q.grader), None)
+    if q is None:
+        reader.context.close()
+        pytest.skip("no graded question yet")
+    from graders import registry
+
+    starter = registry.get(q.grader).starter.read_text(encoding="utf-8")
+    reader.open(page_of(q).removesuffix("index.html"))
+    editor = reader.page.locator("textarea.qb-editor")
+    assert editor.input_value() == starter
+    assert not reader.page.locator("details.qb-reference pre").is_visible(), "reference shown unasked"
+    editor.focus()
+    reader.page.keyboard.press("Control+End")
+    reader.page.keyboard.type("\n# my change")
+    with reader.page.expect_download() as download:
+        reader.page.click('[data-exercise="download"]')
+    saved = Path(download.value.path()).read_text(encoding="utf-8")
+    assert download.value.suggested_filename == reader.page.get_attribute(".qb-exercise", "data-filename")
+    assert saved == starter + "\n# my change"
+    reader.page.reload()
+    reader.page.wait_for_load_state("load")
+    assert editor.input_value().endswith("# my change"), "the draft did not survive a reload"
+    reader.page.click('[data-exercise="reset"]')
+    assert editor.input_value() == starter
+    reader.page.click("details.qb-bugs > summary")
+    reader.screenshot(f"{q.id}-exercise")
     reader.assert_clean()
 
 

@@ -301,6 +301,46 @@
     },
   };
 
+  // -- a graded exercise: the starter file in an editor, kept as a draft, downloadable -----------
+  function exercise() {
+    const box = document.querySelector(".qb-exercise");
+    if (!box) return;
+    const editor = box.querySelector("textarea.qb-editor");
+    const saved = box.querySelector(".qb-exercise__saved");
+    const key = "qb-draft-" + editor.id;
+    try {
+      const draft = localStorage.getItem(key);
+      if (draft !== null) editor.value = draft;
+    } catch (e) { /* private mode */ }
+    editor.addEventListener("input", () => {
+      try { localStorage.setItem(key, editor.value); } catch (e) { /* private mode */ }
+    });
+    editor.addEventListener("keydown", (e) => {  // Tab indents; Escape then Tab leaves the editor
+      if (e.key !== "Tab" || e.shiftKey || editor.dataset.escaped) { delete editor.dataset.escaped; return; }
+      e.preventDefault();
+      editor.setRangeText("    ", editor.selectionStart, editor.selectionEnd, "end");
+      editor.dispatchEvent(new Event("input"));
+    });
+    editor.addEventListener("keyup", (e) => { if (e.key === "Escape") editor.dataset.escaped = "1"; });
+    box.addEventListener("click", (e) => {
+      const action = e.target.closest("[data-exercise]");
+      if (!action) return;
+      if (action.dataset.exercise === "download") {
+        const link = document.createElement("a");
+        link.href = URL.createObjectURL(new Blob([editor.value], {type: "text/x-python"}));
+        link.download = box.dataset.filename;
+        document.body.appendChild(link);
+        link.click();
+        link.remove();
+        saved.textContent = `Saved as ${box.dataset.filename}: grade it with the command above.`;
+      } else if (action.dataset.exercise === "reset") {
+        editor.value = editor.defaultValue;
+        editor.dispatchEvent(new Event("input"));
+        saved.textContent = "Back to the starter file.";
+      }
+    });
+  }
+
   // -- accessibility touches on Material's own components ------------------------------------------
   // The search overlay is a dialog: give it a name. Tables that Material wraps to scroll sideways
   // are reachable by keyboard.
@@ -317,6 +357,7 @@
   // Material loads this script at the end of <body>: the page is parsed.
   accessible();
   practiceWidget();
+  exercise();
   codeToggles();
   table.init();
   mock.init();
