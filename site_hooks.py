@@ -124,7 +124,38 @@ def on_files(files, config):
     files.append(File.generated(config, BANK_JSON, content=_bank_json(_build["questions"], config)))
     for src, uri in _mathjax_files():
         files.append(File.generated(config, uri, abs_src_path=str(src)))
+    _build["browser_grader"] = False
+    for uri, src, content in _browser_grader_files():
+        files.append(File.generated(config, uri, abs_src_path=src, content=content))
+        _build["browser_grader"] = True
     return files
+
+
+def _browser_grader_files():
+    """Pyodide and the graders' wheels, when scripts/fetch_browser_grader.py has fetched them,
+    and the graders package itself as it is now: the in-browser Check runs the same suite."""
+    import importlib.util
+    import zipfile
+
+    spec = importlib.util.spec_from_file_location("fetch_browser_grader",
+                                                  ROOT / "scripts" / "fetch_browser_grader.py")
+    fetched = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fetched)
+    if not fetched.ready():
+        return
+    for name in fetched.CORE:
+        yield f"assets/pyodide/{name}", str(fetched.core_dir() / name), None
+    wheels = sorted(p.name for p in fetched.wheels_dir().glob("*.whl"))
+    for name in wheels:
+        yield f"assets/pyodide/{name}", str(fetched.wheels_dir() / name), None
+    yield "assets/pyodide/manifest.json", None, json.dumps({"pyodide": fetched.PYODIDE, "wheels": wheels})
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for package in ("graders", "solutions"):
+            for path in sorted((ROOT / package).rglob("*.py")):
+                info = zipfile.ZipInfo(path.relative_to(ROOT).as_posix(), date_time=(2020, 1, 1, 0, 0, 0))
+                bundle.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
+    yield "assets/pyodide/bank.zip", None, buffer.getvalue()
 
 
 def _mathjax_files():
@@ -333,6 +364,7 @@ def _grader_section(q: Question) -> str:
 # -- a graded exercise: starter in an editor, the reference solution, the bugs it catches ------------
 
 EXERCISE_MARK = "<!-- exercise -->"
+CHECK_LIMIT_S = 180  # the in-browser Check's time limit: the worker is terminated after it
 
 
 def _without_docstring(source: str) -> list[str]:
@@ -397,7 +429,15 @@ def _exercise_html(q: Question, config) -> str:
         '<p class="qb-exercise__actions"><button type="button" class="md-button" data-exercise="download">'
         f"Download {html.escape(filename)}</button> "
         '<button type="button" class="md-button" data-exercise="reset">Back to the starter</button> '
-        '<span class="qb-exercise__saved" aria-live="polite"></span></p>'
+        + ('<button type="button" class="md-button md-button--primary" data-exercise="check" '
+           f'data-grader="{q.grader}" data-limit="{CHECK_LIMIT_S}">Check in the browser</button> ' if _build.get("browser_grader") else "")
+        + '<span class="qb-exercise__saved" aria-live="polite"></span></p>'
+        + ('<p class="qb-exercise__note">Check runs the same property suite as <code>grader check</code>, '
+           "in Python compiled to WebAssembly (Pyodide, served by this site) inside a Web Worker "
+           f"that is stopped after {CHECK_LIMIT_S} s. The first check loads about 13 MB.</p>"
+           '<pre class="qb-out qb-exercise__report" tabindex="0" aria-live="polite" hidden></pre>'
+           if _build.get("browser_grader") else "")
+        +
         '<details class="qb-reference"><summary>Reference solution (a spoiler: try first)</summary>'
         f"<p><code>{ex.reference.relative_to(ROOT).as_posix()}</code>, which the grader passes.</p>"
         f"{code(reference)}</details>"

@@ -52,9 +52,21 @@ def bank():
     return load_bank(ROOT)
 
 
+BROWSER_GRADER: dict = {}  # why the in-browser grader is missing, if it is
+
+
+def _fetch_browser_grader() -> str:
+    """Pyodide and the graders' wheels for the in-browser Check (scripts/fetch_browser_grader.py),
+    fetched once into .cache/ before the build; returns why not, if they could not be."""
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "fetch_browser_grader.py")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    return "" if done.returncode == 0 else (done.stdout + done.stderr).strip()[-300:]
+
+
 @pytest.fixture(scope="module")
 def build(tmp_path_factory):
     site = tmp_path_factory.mktemp("site") / "site"
+    BROWSER_GRADER["problem"] = _fetch_browser_grader()
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     result = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
@@ -714,6 +726,54 @@ def test_an_exercise_starts_from_the_starter_file_and_downloads_it(reader, bank)
     reader.page.click("details.qb-bugs > summary")
     reader.screenshot(f"{q.id}-exercise")
     reader.assert_clean()
+
+
+CHECK_ALL = os.environ.get("SITE_CHECK_ALL_EXERCISES") == "1"  # all five; default: the first
+
+
+def test_the_browser_grader_passes_the_reference_and_fails_a_mutant(chromium, server, build, bank):
+    """Check, in the page: the reference passes with the report `grader check` prints, a mutant
+    fails on the property it must fail, with a repro script. Pyodide boots once per page."""
+    if BROWSER_GRADER["problem"]:
+        _missing(f"the in-browser grader could not be fetched: {BROWSER_GRADER['problem']}")
+    from graders import registry
+    from graders.exercise import mutant_property
+
+    graded = [q for q in bank if q.grader]
+    if not graded:
+        pytest.skip("no graded question yet")
+    timings = []
+    for q in graded if CHECK_ALL else graded[:1]:
+        ex = registry.get(q.grader)
+        reader = Reader(chromium, server)
+        reader.context.set_default_timeout(300_000)
+        reader.open(page_of(q).removesuffix("index.html"))
+        report = reader.page.locator(".qb-exercise__report")
+        mutant = ex.mutants()[0]
+        for name, source in (("reference", ex.reference), (mutant.stem, mutant)):
+            reader.page.fill("textarea.qb-editor", source.read_text(encoding="utf-8"))
+            reader.page.evaluate("() => { delete document.querySelector('.qb-exercise__report').dataset.exit; }")
+            reader.page.click('[data-exercise="check"]')
+            reader.page.wait_for_function(
+                "() => document.querySelector('.qb-exercise__report').dataset.exit !== undefined")
+            text, exit_status = report.inner_text(), report.get_attribute("data-exit")
+            timings.append((q.id, name, float(report.get_attribute("data-seconds"))))
+            if name == "reference":
+                assert exit_status == "0", text
+                assert text.startswith(f"{ex.name}: PASS  {len(ex.properties)}/{len(ex.properties)} properties")
+                for prop in ex.properties:
+                    assert f"  pass  {prop.name}" in text and prop.summary in text, (q.id, prop.name)
+            else:
+                failing = mutant_property(mutant)
+                assert exit_status == "1", text
+                assert re.search(rf"^  FAIL  {re.escape(failing)}\s", text, re.M), (q.id, mutant.stem, text)
+                assert f"--- {failing}: minimal failing sequence ---" in text, text
+            if q is graded[0]:
+                reader.screenshot(f"{q.id}-check-{'pass' if name == 'reference' else 'fail'}")
+        reader.assert_clean()
+    print("\nin-browser Check (Pyodide in a Web Worker; the first check of a page boots Python):")
+    for qid, name, seconds in timings:
+        print(f"  {qid} {name:32} {seconds:6.1f} s")
 
 
 def test_search_finds_a_question_by_its_id(reader, bank):

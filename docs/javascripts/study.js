@@ -333,12 +333,47 @@
         link.click();
         link.remove();
         saved.textContent = `Saved as ${box.dataset.filename}: grade it with the command above.`;
+      } else if (action.dataset.exercise === "check") {
+        check(action);
       } else if (action.dataset.exercise === "reset") {
         editor.value = editor.defaultValue;
         editor.dispatchEvent(new Event("input"));
         saved.textContent = "Back to the starter file.";
       }
     });
+  }
+
+  // -- the in-browser grader: a Web Worker running Pyodide, stopped at its time limit -------------
+  let grader = null;
+  function check(button) {
+    const box = button.closest(".qb-exercise");
+    const out = box.querySelector(".qb-exercise__report");
+    const limit = Number(button.dataset.limit || 180);
+    const started = Date.now();
+    out.hidden = false;
+    out.textContent = "Starting…";
+    button.disabled = true;
+    grader = grader || new Worker(at("javascripts/grader/worker.js"));
+    const worker = grader;
+    const stop = setTimeout(() => {
+      worker.terminate();
+      grader = null;
+      button.disabled = false;
+      out.textContent = `Stopped after ${limit} s: the check took too long (an endless loop?).`;
+    }, limit * 1000);
+    worker.onmessage = (e) => {
+      if (e.data.progress) { out.textContent = e.data.progress; return; }
+      clearTimeout(stop);
+      button.disabled = false;
+      const seconds = ((Date.now() - started) / 1000).toFixed(1);
+      out.dataset.exit = e.data.error ? "error" : String(e.data.exit);
+      out.dataset.seconds = seconds;
+      out.textContent = e.data.error ? "The grader could not run: " + e.data.error
+        : `${e.data.report}\n(exit status ${e.data.exit}; ${seconds} s in this browser)`;
+    };
+    worker.postMessage({base: siteBase.href, exercise: button.dataset.grader,
+                        source: box.querySelector("textarea.qb-editor").value,
+                        filename: box.dataset.filename});
   }
 
   // -- accessibility touches on Material's own components ------------------------------------------
