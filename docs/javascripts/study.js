@@ -359,6 +359,7 @@
       worker.terminate();
       grader = null;
       button.disabled = false;
+      out.dataset.exit = "timeout";
       out.textContent = `Stopped after ${limit} s: the check took too long (an endless loop?).`;
     }, limit * 1000);
     worker.onmessage = (e) => {
