@@ -8,8 +8,9 @@ nothing loads from outside the site; every internal link resolves.
 Then in headless Chromium (Debian's `chromium`), against the site served on 127.0.0.1 with gzip
 as any web host serves it, every request that leaves localhost refused: a reader reveals an
 answer and shows its code, marks a question done (it stays done after a reload and fills the
-progress bar), filters the question table, runs a three-question mock interview, searches, reads
-on a 390 px phone; axe-core finds no serious or critical violation on any page in either colour
+progress bar), filters the question table, runs a three-question mock interview, edits a starter
+file and checks it in the browser (Pyodide in a Web Worker: the reference passes, a mutant fails on
+its property), searches, reads on a 390 px phone; axe-core finds no serious or critical violation on any page in either colour
 scheme; the page weights stay within budget (printed). Screenshots go to test-artifacts/site/.
 """
 
