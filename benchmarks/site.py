@@ -1,19 +1,19 @@
 """How heavy the study site is: build time, a question page, the search index.
 
-    python benchmarks/site.py            # measures, prints, and rewrites docs/site-benchmarks.md
+    python benchmarks/site.py            # measures and prints a Markdown table
 
-Builds the site with `mkdocs build --strict` a few times in fresh processes, cold (every
-notebook rendered, as in CI) and warm (rendered notebooks cached, as when `mkdocs serve`
-rebuilds), then weighs what a reader downloads: each question page's HTML, the files it
+Builds the site with `mkdocs build --strict` a few times in fresh processes (every notebook
+rendered each time: rendering is the site's own and needs no cache), then weighs what a reader downloads: each question page's HTML, the files it
 loads, and the search index every page fetches. Numbers come from this run on this machine;
-nothing is typed by hand.
+nothing is typed by hand, and nothing is written into the site (a stale copy would drift). What a
+browser actually transfers (gzip, answer revealed) is measured and printed by the site's browser
+test, tests/test_site.py::test_page_weights_stay_within_budget.
 """
 
 from __future__ import annotations
 
 import gzip
 import os
-import shutil
 import platform
 import statistics
 import subprocess
@@ -28,12 +28,9 @@ sys.path.insert(0, str(ROOT))
 from solutions.bank import load_bank  # noqa: E402
 
 RUNS = 3
-REPORT = ROOT / "docs" / "site-benchmarks.md"
 
 
-def build(site: Path, cold: bool) -> float:
-    if cold:  # as CI builds: no notebook rendered yet
-        shutil.rmtree(ROOT / ".cache" / "study-site", ignore_errors=True)
+def build(site: Path) -> float:
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir",
                     str(site)], cwd=ROOT, check=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
@@ -81,49 +78,36 @@ def main() -> None:
     questions = load_bank(ROOT)
     with tempfile.TemporaryDirectory() as tmp:
         site = Path(tmp) / "site"
-        cold = [build(site, cold=True) for _ in range(RUNS)]
-        warm = [build(site, cold=False) for _ in range(RUNS)]
+        runs = [build(site) for _ in range(RUNS)]
         pages = {q.id: site / "questions" / q.topic / q.slug / "index.html" for q in questions}
         weights = {qid: page_weight(site, p) for qid, p in pages.items()}
         heaviest = max(weights, key=lambda qid: weights[qid][0])
         html_sizes = sorted(w[0] for w in weights.values())
         index = site / "search" / "search_index.json"
         index_size, index_gz, heaviest_gz = index.stat().st_size, gz(index), gz(pages[heaviest])
-        notebook_css = sum(p.stat().st_size for p in (site / "assets" / "notebook").glob("*.css"))
+        plots = sum(p.stat().st_size for p in (site / "assets" / "plots").glob("*"))
         mathjax = sum(p.stat().st_size for p in (site / "assets" / "mathjax").rglob("*") if p.is_file())
         all_files = [p for p in site.rglob("*") if p.is_file()]
         total = sum(p.stat().st_size for p in all_files)
 
     rows = [
-        (f"build, cold (median of {RUNS})", f"{statistics.median(cold):.2f} s",
-         "`mkdocs build --strict`, every notebook rendered, as in CI; runs: "
-         + ", ".join(f"{s:.2f} s" for s in cold)),
-        (f"build, warm (median of {RUNS})", f"{statistics.median(warm):.2f} s",
-         "rendered notebooks cached in `.cache/study-site/`, as in `mkdocs serve`; runs: "
-         + ", ".join(f"{s:.2f} s" for s in warm)),
+        (f"build (median of {RUNS})", f"{statistics.median(runs):.2f} s",
+         "`mkdocs build --strict`, every notebook rendered; runs: "
+         + ", ".join(f"{s:.2f} s" for s in runs)),
         ("question page HTML, median", kb(statistics.median(html_sizes)),
-         f"{len(html_sizes)} pages, {kb(html_sizes[0])} to {kb(html_sizes[-1])}; plots are inline PNGs"),
+         f"{len(html_sizes)} pages, {kb(html_sizes[0])} to {kb(html_sizes[-1])}; plots are separate files"),
         (f"heaviest question page ({heaviest}), HTML", kb(weights[heaviest][0]),
          f"with the files it loads: {kb(weights[heaviest][1])} (gzip: {kb(heaviest_gz)} HTML)"),
         ("search index", kb(index_size), f"gzip: {kb(index_gz)}; prompts only, answers excluded"),
-        ("notebook stylesheets, shared", kb(notebook_css), "served once, not inlined in every page"),
-        ("MathJax, served by the site", kb(mathjax), "tex-chtml-full.js and its woff fonts"),
+        ("plots, all questions", kb(plots), "PNG files, loaded lazily when an answer is revealed"),
+        ("MathJax, served by the site", kb(mathjax), "tex-chtml-full.js and its woff fonts; only pages with math load it"),
         ("whole site", kb(total), f"{len(all_files)} files"),
     ]
     table = "\n".join(["| measure | value | detail |", "|---|---:|---|"]
                       + [f"| {a} | {b} | {c} |" for a, b, c in rows])
-    report = (
-        "# Site benchmarks\n\n"
-        "How heavy this site is, measured by `python benchmarks/site.py`, which rewrites this page. "
-        f"Measured at commit `{commit()}` with {len(questions)} questions, on {os.cpu_count()} CPU "
-        f"cores, Python {platform.python_version()}.\n\n{table}\n\n"
-        "A question page carries its notebook: the HTML holds the plots as inline PNGs, so its "
-        "weight grows with the number of plots, not with the number of questions. The notebook "
-        "stylesheets are lifted out of the pages into shared files the browser caches once; "
-        "MathJax (about 1.3 MB) is the largest single file and is fetched once per visit.\n")
-    REPORT.write_text(report, encoding="utf-8")
+    print(f"Site at commit {commit()}: {len(questions)} questions, {os.cpu_count()} CPU cores, "
+          f"Python {platform.python_version()}\n")
     print(table)
-    print(f"wrote {REPORT.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,64 @@
+"""Fetch what the site's in-browser grader serves, into .cache/browser-grader/ (gitignored).
+
+    python scripts/fetch_browser_grader.py
+
+Pyodide's core comes from the npm registry (`npm pack`), the pure-Python wheels the graders
+need from PyPI (`pip download`). The site build serves them from the site itself when they are
+here (no CDN); without them the site builds as before, with no Check button. hypothesis 6.155.7
+is the last release with a pure-Python wheel: later ones ship compiled wheels only, so the
+browser may shrink a failure to a different (equally minimal) repro than the CLI.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PYODIDE = "0.29.5"                    # Python 3.13
+WHEELS = ("hypothesis==6.155.7", "sortedcontainers==2.4.0")
+CORE = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+CACHE = ROOT / ".cache" / "browser-grader"
+
+
+def core_dir() -> Path:
+    return CACHE / f"pyodide-{PYODIDE}"
+
+
+def wheels_dir() -> Path:
+    return CACHE / "wheels"
+
+
+def ready() -> bool:
+    return (all((core_dir() / name).is_file() for name in CORE)
+            and len(list(wheels_dir().glob("*.whl"))) == len(WHEELS))
+
+
+def fetch() -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise SystemExit("npm is needed to fetch Pyodide from the npm registry")
+    if not all((core_dir() / name).is_file() for name in CORE):
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run([npm, "pack", f"pyodide@{PYODIDE}", "--pack-destination", tmp],
+                           check=True, capture_output=True, timeout=600)
+            with tarfile.open(Path(tmp) / f"pyodide-{PYODIDE}.tgz") as tar:
+                core_dir().mkdir(parents=True, exist_ok=True)
+                for name in CORE:
+                    (core_dir() / name).write_bytes(tar.extractfile(f"package/{name}").read())
+    wheels_dir().mkdir(parents=True, exist_ok=True)
+    if len(list(wheels_dir().glob("*.whl"))) != len(WHEELS):
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                        "--only-binary=:all:", "--platform", "any", "--python-version", "3.13",
+                        "--implementation", "py", "--abi", "none", "--dest", str(wheels_dir()),
+                        *WHEELS], check=True, timeout=600)
+
+
+if __name__ == "__main__":
+    fetch()
+    size = sum(p.stat().st_size for p in CACHE.rglob("*") if p.is_file())
+    print(f"browser grader ready in {CACHE.relative_to(ROOT)} ({size / 1e6:.1f} MB)")
