@@ -37,7 +37,7 @@ def test_mutant_fails_on_its_property(mutant):
     expected = mutant_property(mutant)
     verdict = runner.grade(EX.only(expected), mutant.read_text(), mutant.name, examples=20)
     assert verdict.exit_status == 1, f"{mutant.stem} passed {expected}"
-    (result,) = verdict.properties
+    result = verdict.result(expected)
     assert not result.passed and not result.reason.startswith("not checked"), result.reason
     assert result.script.count("\n") < 45  # a short repro, not a dump
     assert "BlockTables(" in result.script

@@ -52,7 +52,7 @@ def test_at_least_eight_mutants_cover_every_property():
 def test_mutant_fails_on_its_property(mutant):
     expected = mutant_property(mutant)
     verdict = runner.grade(EX.only(expected), mutant.read_text(), mutant.name)  # default count
-    [result] = verdict.properties
+    result = verdict.result(expected)
     assert verdict.exit_status == 1
     assert not result.passed, f"{mutant.stem} should fail {expected}"
     assert not result.reason.startswith(("not checked", "sandbox", "the submission's"))
@@ -100,7 +100,7 @@ def test_repro_script_runs_and_shows_the_bug(tmp_path):
     mutant = EX.home / "mutants" / "revived_block_loses_hash.py"
     (tmp_path / "m.py").write_text(mutant.read_text())
     verdict = runner.grade(EX.only("revival"), mutant.read_text(), "m.py", examples=20)
-    script = verdict.properties[0].script
+    script = verdict.result("revival").script
     (tmp_path / "repro.py").write_text(script)
     done = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=30)

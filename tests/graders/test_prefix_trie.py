@@ -41,7 +41,7 @@ def test_mutant_fails_on_its_property(mutant):
     expected = mutant_property(mutant)
     verdict = runner.grade(EX.only(expected), mutant.read_text(), mutant.name, examples=20, shrink=False)
     assert verdict.exit_status == 1
-    result = verdict.properties[0]
+    result = verdict.result(expected)
     assert not result.passed and not result.reason.startswith("not checked"), result.reason
     assert "RadixCache(" in result.script
 
@@ -58,7 +58,7 @@ def test_repro_script_is_short_and_runs(tmp_path):
     mutant = EX.home / "mutants" / "match_without_split.py"
     (tmp_path / "m.py").write_text(mutant.read_text())
     verdict = runner.grade(EX.only("split"), mutant.read_text(), "m.py", examples=20)
-    script = verdict.properties[0].script
+    script = verdict.result("split").script
     assert not verdict.passed and script.count("\n") < 45
     (tmp_path / "repro.py").write_text(script)
     done = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True,
