@@ -50,10 +50,13 @@ class Verdict:
     seed: int
     examples: int
     load_error: str = ""                 # set: the file could not be graded (exit 2)
+    limit_error: str = ""                # set: a limit cut the load itself (exit 3)
     properties: list[PropertyResult] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     output: str = ""                     # candidate stdout/stderr, truncated
     seconds: float = 0.0                 # not shown in text reports (they must be stable)
+    numbering: list[str] = field(default_factory=list)  # every property, as `grader show` lists
+
 
     def result(self, name: str) -> PropertyResult | None:
         """The named property's result (None: it was not graded)."""
@@ -68,12 +71,12 @@ class Verdict:
     def limited(self) -> bool:
         """A limit, not a check, decided: nothing failed but some property was cut."""
         return (not self.load_error and not self.violations and not self.failed
-                and any(p.outcome == LIMIT for p in self.properties))
+                and (bool(self.limit_error) or any(p.outcome == LIMIT for p in self.properties)))
 
     @property
     def passed(self) -> bool:
-        return (not self.load_error and not self.violations and bool(self.properties)
-                and all(p.passed for p in self.properties))
+        return (not self.load_error and not self.limit_error and not self.violations
+                and bool(self.properties) and all(p.passed for p in self.properties))
 
     @property
     def score(self) -> float:
@@ -146,16 +149,21 @@ def grade(exercise: Exercise, source: str, filename: str, *, seed: int = 0,
     `stop_at_first_failure`: once any property failed, skip the runs still to come (they
     are reported "not checked"); a mutant's test needs no more."""
     examples = examples or exercise.default_examples
-    verdict = Verdict(exercise.name, filename, seed, examples)
+    verdict = Verdict(exercise.name, filename, seed, examples,
+                      numbering=[p.name for p in exercise.every_property])
     start = time.monotonic()
     sandbox = Sandbox(source, filename, limits or Limits())
     try:
         sandbox.start()
         try:
             loaded = sandbox.load(exercise.class_name, [m.name for m in exercise.methods])
+        except SandboxLimit as exc:
+            loaded = {"limit": f"loading was cut by a limit: {exc}"}
         except SandboxFatal as exc:
             loaded = {"error": f"the file could not be loaded: {exc}"}
-        if "error" in loaded:
+        if "limit" in loaded:
+            verdict.limit_error = loaded["limit"]
+        elif "error" in loaded:
             verdict.load_error = loaded["error"]
         elif problems := interface_problems(exercise, loaded["members"]):
             verdict.load_error = "; ".join(problems)
