@@ -41,7 +41,7 @@ class SandboxViolation(PermissionError):
 def _make_hook(prefixes, flag, setrlimit, write, rep, lstat, readlink):
     """The audit hook. Everything it uses is bound here, as closure constants."""
     modules = frozenset(("solutions", "graders", "subprocess", "multiprocessing", "socket",
-                         "_socket", "ssl", "ctypes", "_ctypes", "pty", "signal", "_signal",
+                         "_socket", "ssl", "_ssl", "ctypes", "_ctypes", "pty", "signal", "_signal",
                          "_posixsubprocess", "gc", "resource", "fcntl", "mmap", "asyncio",
                          "_testcapi", "_testinternalcapi", "_xxsubinterpreters", "faulthandler",
                          "_tracemalloc", "tracemalloc"))
@@ -241,6 +241,14 @@ def serve():
     drop_privileges()
     sys.path[:] = ["/proc/self/fd/%d" % fd for fd, _ in stdlib]
     sys.path_importer_cache.clear()
+    for module in list(sys.modules.values()):  # packages imported so far: importlib, json...
+        search = getattr(module, "__path__", None)
+        if type(search) is list:
+            for i, entry in enumerate(search):
+                for (fd, real), path in zip(stdlib, sys.path):
+                    if (entry + os.sep).startswith(real):
+                        search[i] = path + entry[len(real) - 1:]
+                        break
     import posix
     hook = _make_hook(tuple(real for _, real in stdlib), FLAG, resource.setrlimit, posix.write,
                       REP, posix.lstat, posix.readlink)
