@@ -38,8 +38,11 @@ class SandboxViolation(PermissionError):
     """Raised inside the submission when it tries something the sandbox forbids."""
 
 
-def _make_hook(prefixes, flag, setrlimit, write, rep, lstat, readlink):
-    """The audit hook. Everything it uses is bound here, as closure constants."""
+def _make_hook(aliases, flag, setrlimit, write, rep, lstat, readlink, stat):
+    """The audit hook. Everything it uses is bound here, as closure constants. `aliases`
+    pairs each stdlib directory (real path, with a trailing /) with the /proc/self/fd path
+    the throwaway uid reaches it by."""
+    prefixes = tuple(real for real, _ in aliases)
     modules = frozenset(("solutions", "graders", "subprocess", "multiprocessing", "socket",
                          "_socket", "ssl", "_ssl", "ctypes", "_ctypes", "pty", "signal", "_signal",
                          "_posixsubprocess", "gc", "resource", "fcntl", "mmap", "asyncio",
@@ -60,8 +63,9 @@ def _make_hook(prefixes, flag, setrlimit, write, rep, lstat, readlink):
     violation = SandboxViolation
     link_bits, dir_bits = 0o120000, 0o040000
 
-    def resolve(path, lstat, readlink, oserror, link_bits):
-        """realpath without Python-level helpers: absolute `path` with symlinks resolved."""
+    def resolve(path, lstat, readlink, oserror, link_bits, aliases):
+        """realpath without Python-level helpers: absolute `path` with symlinks resolved.
+        Inside a stdlib directory it looks through the alias, as the kernel will."""
         todo = path.split("/")[::-1]
         done = []
         hops = 0
@@ -74,8 +78,13 @@ def _make_hook(prefixes, flag, setrlimit, write, rep, lstat, readlink):
                     done.pop()
                 continue
             here = "/" + "/".join(done + [name])
+            probe = here
+            for real, alias in aliases:
+                if (here + "/").startswith(real) and len(here) >= len(real):
+                    probe = alias + here[len(real) - 1:]
+                    break
             try:
-                mode = lstat(here).st_mode
+                mode = lstat(probe).st_mode
             except oserror:
                 done.append(name)
                 continue
@@ -83,7 +92,7 @@ def _make_hook(prefixes, flag, setrlimit, write, rep, lstat, readlink):
                 hops += 1
                 if hops > 40:
                     return ""
-                target = readlink(here)
+                target = readlink(probe)
                 if target.startswith("/"):
                     done = []
                 todo.extend(target.split("/")[::-1])
@@ -118,12 +127,17 @@ def _make_hook(prefixes, flag, setrlimit, write, rep, lstat, readlink):
             elif not path.startswith("/"):
                 what = "%s of the relative path %r" % (event, path)
             else:
-                real = resolve(path, lstat, readlink, oserror, link_bits)
+                real = resolve(path, lstat, readlink, oserror, link_bits, aliases)
                 if not (real + "/").startswith(prefixes) or "-packages" in real:
                     what = "%s %r (outside the standard library)" % (event, path)
                 elif event == "open":
+                    probe = real
+                    for prefix, alias in aliases:
+                        if (real + "/").startswith(prefix):
+                            probe = alias + real[len(prefix) - 1:]
+                            break
                     try:
-                        if lstat(real).st_mode & 0o170000 == dir_bits:
+                        if stat(probe).st_mode & 0o170000 == dir_bits:
                             what = "open of the directory %r" % path
                     except oserror:
                         pass
@@ -250,8 +264,9 @@ def serve():
                         search[i] = path + entry[len(real) - 1:]
                         break
     import posix
-    hook = _make_hook(tuple(real for _, real in stdlib), FLAG, resource.setrlimit, posix.write,
-                      REP, posix.lstat, posix.readlink)
+    aliases = tuple((real, path) for (_, real), path in zip(stdlib, sys.path))
+    hook = _make_hook(aliases, FLAG, resource.setrlimit, posix.write, REP, posix.lstat,
+                      posix.readlink, posix.stat)
     del sys.modules["resource"]  # imported again only through the hook, which refuses it
     sys.addaudithook(hook)
     del hook
