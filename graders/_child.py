@@ -25,6 +25,7 @@ decides a verdict: the parent checks every reply's shape, type and value.
 import builtins
 import inspect
 import json
+import linecache
 import os
 import resource
 import sys
@@ -197,6 +198,9 @@ def load(msg):
     sys.modules["submission"] = type(sys)("submission")  # dataclasses and pickle look it up
     sys.modules["submission"].__dict__.update(namespace)
     namespace = sys.modules["submission"].__dict__
+    # tracebacks read the source from here, never from the file (which may not be readable)
+    linecache.cache[msg["filename"]] = (len(msg["source"]), None,
+                                        msg["source"].splitlines(True), msg["filename"])
     try:
         exec(compile(msg["source"], msg["filename"], "exec"), namespace)
     except SyntaxError as exc:

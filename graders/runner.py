@@ -177,6 +177,18 @@ def grade(exercise: Exercise, source: str, filename: str, *, seed: int = 0,
     return verdict
 
 
+def grade_mutant(exercise: Exercise, mutant, *, seed: int = 0, examples: int | None = None,
+                 shrink: bool = False) -> PropertyResult:
+    """The fastest grade that proves a catalogued mutant is caught on the property its
+    docstring names: a run of that property alone (every check stays live), unshrunk.
+    Returns that property's result (a PropertyResult whose .failed must be True)."""
+    from graders.exercise import mutant_property
+    name = mutant_property(mutant)
+    verdict = grade(exercise.only(name), mutant.read_text(), mutant.name, seed=seed,
+                    examples=examples, shrink=shrink)
+    return verdict.result(name)
+
+
 def _grade_properties(exercise, sandbox, verdict, filename, shrink, stop_first) -> None:
     everything = {p.name: p for p in exercise.every_property}
     results: dict[str, PropertyResult] = {}

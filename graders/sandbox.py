@@ -109,6 +109,9 @@ class ExactBool:
         return repr(self.value)
 
 
+_DECODER = json.JSONDecoder(parse_float=ExactFloat)  # one decoder: json.loads(kw) builds one per call
+
+
 def _exact(value):
     """JSON values with bools made exact (floats are ExactFloat already, see _request)."""
     t = type(value)
@@ -347,7 +350,7 @@ class Sandbox:
         while True:
             line = self._read_line()
             try:
-                reply = json.loads(line, parse_float=ExactFloat)
+                reply = _DECODER.decode(line.decode("utf-8"))
             except (ValueError, RecursionError):
                 self._die("the child sent a reply that is not JSON")
             if not isinstance(reply, dict):

@@ -128,3 +128,13 @@ def test_the_trick_is_correct_where_it_is_watched():
     watched_only = source.replace("num_blocks == 1", "True")
     verdict = runner.grade(exercise, watched_only, "trick.py", examples=10)
     assert verdict.passed, [(p.name, p.reason) for p in verdict.properties]
+
+
+def test_no_property_passes_on_the_few_examples_left():
+    """Graded to the end: the properties the trick breaks fail, and the others cannot pass on
+    the few examples it runs correctly (a pass needs min_valid clean examples)."""
+    exercise, source = trick("block-allocator")
+    verdict = runner.grade(exercise, source, "trick.py", examples=20, shrink=False)
+    assert not any(p.passed for p in verdict.properties), \
+        [(p.name, p.outcome, p.examples) for p in verdict.properties]
+    assert {p.outcome for p in verdict.properties} <= {runner.FAIL, runner.UNCHECKED}

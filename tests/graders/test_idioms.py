@@ -30,7 +30,7 @@ NOISY = {"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "l
 
 @pytest.mark.parametrize("path", IDIOMS, ids=lambda p: p.stem)
 def test_an_ordinary_solution_loads_and_passes(path):
-    verdict = runner.grade(EX, path.read_text(), path.name, examples=10)
+    verdict = runner.grade(EX, path.read_text(), str(path), examples=10)  # as typed: absolute
     assert not verdict.load_error, verdict.load_error
     assert verdict.passed, ([(p.name, p.reason) for p in verdict.properties if not p.passed],
                             verdict.violations)

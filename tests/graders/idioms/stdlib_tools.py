@@ -1,5 +1,5 @@
 """A block pool that leans on the standard library: hashlib, logging, threading, queue,
-struct, heapq, bisect, functools, itertools and pickle, each doing a small real job."""
+struct, heapq, bisect, functools, itertools, pickle and traceback, each doing a small job."""
 
 import bisect
 import functools
@@ -11,6 +11,7 @@ import pickle
 import queue
 import struct
 import threading
+import traceback
 
 log = logging.getLogger("pool")
 log.addHandler(logging.NullHandler())
@@ -55,8 +56,12 @@ class BlockAllocator:
             return block
 
     def fork(self, block_table):
-        for block in set(block_table):
-            self._live(block)
+        try:
+            for block in set(block_table):
+                self._live(block)
+        except ValueError:
+            log.debug("refused fork:\n%s", traceback.format_exc())  # reads this file's source
+            raise
         for block in set(block_table):
             self.refs[block] += 1
 
@@ -76,6 +81,7 @@ class BlockAllocator:
             fresh = self.allocate()
         except MemoryError:
             self.refs, self.free_heap = pickle.loads(snapshot)
+            log.warning("copy-on-write failed:\n%s", traceback.format_exc())  # reads the source
             raise
         self.refs[block] -= 1
         return fresh, (block, fresh)
