@@ -97,7 +97,10 @@ class Verdict:
 
 
 def min_valid(examples: int) -> int:
-    """A property passes only on at least half its examples run clean to the end."""
+    """A property passes only if at least half its examples ran to the end, and none was
+    dropped (an example that broke a property already failed is dropped so the search for
+    this property's own failure can go on; but the examples left would be the submission's
+    choice, and hypothesis steers toward them, so such a run is never a pass)."""
     return max(1, (examples + 1) // 2)
 
 
@@ -201,8 +204,8 @@ def _grade_properties(exercise, sandbox, verdict, filename, shrink, stop_first) 
                                                 outcome=UNCHECKED)
             continue
         while prop.name not in results:
-            failed = frozenset(n for n, r in results.items() if r.failed) | set(exercise.excused)
-            if stop_first and len(failed) > len(exercise.excused):
+            failed = frozenset(n for n, r in results.items() if r.failed)
+            if stop_first and failed:
                 results[prop.name] = PropertyResult(prop.name, prop.summary, False,
                                                     "not checked: stopped at the first failure",
                                                     outcome=UNCHECKED)
@@ -220,7 +223,8 @@ def _run_property(exercise, prop, sandbox: Sandbox, seed, examples, filename, sh
     machine = type(f"{exercise.machine.__name__}_{prop.name.replace('-', '_')}",
                    (exercise.machine,),
                    {"sandbox": sandbox, "focus": prop.name, "transcript": transcript,
-                    "failed": failed, "stats": stats})
+                    "failed": failed, "excused": frozenset(exercise.excused),
+                    "stats": stats})
     hypothesis_seed(seed)(machine)
     result = PropertyResult(prop.name, prop.summary, passed=True)
     sandbox.begin_budget()
@@ -244,15 +248,15 @@ def _run_property(exercise, prop, sandbox: Sandbox, seed, examples, filename, sh
         sandbox.restart()
         _reload(exercise, sandbox)
     except (Unsatisfiable, TooManyDropped):
-        result = _unchecked(prop, failed, stats.valid, examples)
+        result = _unchecked(prop, failed, stats.valid, examples, stats.started)
     except Flaky as flaky:
         result = _failure(everything, prop.name, "the submission's behaviour is not "
                           "reproducible (it depends on state outside the instance, or on "
                           f"chance): {str(flaky)[:200]}")
     else:
         result.examples = stats.valid
-        if stats.valid < min_valid(examples):
-            result = _unchecked(prop, failed, stats.valid, examples)
+        if stats.valid < min_valid(examples) or stats.dropped:
+            result = _unchecked(prop, failed, stats.valid, examples, stats.started)
     if result.failed and transcript.steps:
         result.script = repro_script(exercise, filename, transcript, result.name, result.reason)
     return result
@@ -265,11 +269,11 @@ def _failure(everything, name, reason) -> PropertyResult:
     return PropertyResult(name, prop.summary, False, reason, outcome=FAIL)
 
 
-def _unchecked(prop, failed, valid, examples) -> PropertyResult:
-    return PropertyResult(prop.name, prop.summary, False,
-                          f"not checked: only {valid} of {examples} examples ran clean (at "
-                          f"least {min_valid(examples)} needed); the others broke "
-                          f"{', '.join(sorted(failed)) or 'a precondition'} first (fix that, "
+def _unchecked(prop, failed, valid, examples, tried) -> PropertyResult:
+    why = (f"{tried - valid} of the {tried} examples tried broke "
+           f"{', '.join(sorted(failed))} first, so the ones left are the submission's choice"
+           if failed else f"only {valid} examples ran (a pass needs {min_valid(examples)})")
+    return PropertyResult(prop.name, prop.summary, False, f"not checked: {why} (fix that, "
                           "then this one is tested)", outcome=UNCHECKED, examples=valid)
 
 
