@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from graders import registry, runner
+from graders import mutants, registry, runner
 
 
 def main() -> int:
@@ -34,16 +34,16 @@ def main() -> int:
             if not ref.passed:
                 bad.append(f"{name} reference: " + "; ".join(
                     f"{p.name}: {p.reason}" for p in ref.properties if not p.passed))
-            caught = 0
-            for mutant in ex.mutants():
+            caught, catalogue = 0, mutants.catalogue(ex)
+            for mutant in catalogue:
                 result = runner.grade_mutant(ex, mutant, examples=args.examples)
                 if result.failed and not result.reason.startswith("sandbox"):
                     caught += 1
                 else:
-                    bad.append(f"{name} {mutant.stem}: {result.outcome}: {result.reason}")
+                    bad.append(f"{name} {mutant.name}: {result.outcome}: {result.reason}")
             used = os.times()
             print(f"{name:<18} reference {'pass' if ref.passed else 'FAIL'}, mutants caught "
-                  f"{caught}/{len(ex.mutants())}, {time.monotonic() - start:.0f} s wall, "
+                  f"{caught}/{len(catalogue)}, {time.monotonic() - start:.0f} s wall, "
                   f"{used.user + used.children_user - cpu.user - cpu.children_user:.0f} s CPU "
                   f"(grader side)", flush=True)
     finally:

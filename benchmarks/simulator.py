@@ -20,7 +20,6 @@ import time
 
 import numpy as np
 
-from solutions.capacity import DECODE_EFFICIENCY
 from solutions.hardware import H100_SXM
 from solutions.models import LLAMA_3_1_8B
 from solutions.serving import (SLO, Exponential, Fixed, Gamma, LogNormal, Poisson, Replica, Workload, mg1_wait,
@@ -37,7 +36,7 @@ def timed(work, replica):
 
 
 def headline(n=100_000):
-    replica = Replica.of(LLAMA_3_1_8B, H100_SXM, DECODE_EFFICIENCY)
+    replica = Replica.of(LLAMA_3_1_8B, H100_SXM)
     work = Workload.generate(n, Poisson(RATE), PROMPT, OUTPUT, seed=0)
     result, cpu = timed(work, replica)
     s = result.summary(SLO(ttft_s=1.0, tpot_s=0.05))
@@ -55,7 +54,7 @@ def headline(n=100_000):
 
 
 def growth_with_requests():
-    replica = Replica.of(LLAMA_3_1_8B, H100_SXM, DECODE_EFFICIENCY)
+    replica = Replica.of(LLAMA_3_1_8B, H100_SXM)
     print("\n## cost against the number of requests (same scenario)")
     print("| requests | steps | CPU s | requests/s | us/step |\n|---:|---:|---:|---:|---:|")
     for n in (10_000, 30_000, 100_000):
@@ -73,7 +72,7 @@ def growth_with_batch(n=20_000):
     prompts = np.maximum(1, np.rint(PROMPT.sample(n, rng))).astype(int)
     outputs = np.maximum(1, np.rint(OUTPUT.sample(n, rng))).astype(int)
     for batch in (8, 64, 256, 1024):
-        replica = Replica.of(LLAMA_3_1_8B, H100_SXM, DECODE_EFFICIENCY, max_num_seqs=batch,
+        replica = Replica.of(LLAMA_3_1_8B, H100_SXM, max_num_seqs=batch,
                              max_num_batched_tokens=max(8192, batch))
         result, cpu = timed(Workload(np.zeros(n), prompts, outputs), replica)
         steps = result.steps["end_s"].size

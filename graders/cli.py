@@ -1,4 +1,5 @@
 """grader list | show EX | init EX [PATH] | check EX FILE [--json PATH] [--seed N] [--examples N]
+       | mutant EX [NAME [PATH]]
 
 Exit status of `check`: 0 pass, 1 fail, 2 the file cannot be loaded or lacks the interface,
 3 no verdict: a limit, not the code, decided (rerun on a quieter machine).
@@ -65,6 +66,31 @@ def cmd_check(args) -> int:
     return verdict.exit_status
 
 
+def cmd_mutant(args) -> int:
+    """List an exercise's mutant catalogue, or write one mutant out as a runnable file."""
+    from graders import mutants
+    ex = _exercise(args.exercise)
+    if not args.name:
+        for m in mutants.catalogue(ex):
+            print(f"{m.name:<40} {m.property:<26} {m.label:<16} {m.link}")
+        return 0
+    try:
+        mutant = mutants.find(ex, args.name)
+    except KeyError as exc:
+        print(f"grader: {exc.args[0]}", file=sys.stderr)
+        return 2
+    path = Path(args.path or f"{mutant.name}.py")
+    if path.exists():
+        print(f"grader: {path} exists; not overwriting it", file=sys.stderr)
+        return 2
+    header = (f"# Mutant {mutant.name} of {ex.name} ({mutant.label}"
+              f"{': ' + mutant.link if mutant.link else ''}): {mutant.summary}\n"
+              f"# It must fail property {mutant.property}.\n")
+    path.write_text(header + mutant.source())
+    print(f"wrote {path}; grade it with: grader check {ex.name} {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="grader", description="Grade an exercise submission "
                                      "with property tests, in a sandbox.")
@@ -87,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--first-failure", action="store_true",
                    help="stop at the first failed property (the rest: not checked)")
     p.set_defaults(fn=cmd_check)
+    p = sub.add_parser("mutant", help="list the mutant catalogue, or write one mutant out")
+    p.add_argument("exercise")
+    p.add_argument("name", nargs="?")
+    p.add_argument("path", nargs="?")
+    p.set_defaults(fn=cmd_mutant)
     args = parser.parse_args(argv)
     return args.fn(args)
 

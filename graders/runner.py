@@ -182,14 +182,12 @@ def grade(exercise: Exercise, source: str, filename: str, *, seed: int = 0,
 
 def grade_mutant(exercise: Exercise, mutant, *, seed: int = 0, examples: int | None = None,
                  shrink: bool = False) -> PropertyResult:
-    """The fastest grade that proves a catalogued mutant is caught on the property its
-    docstring names: a run of that property alone (every check stays live), unshrunk.
+    """The fastest grade that proves a catalogued mutant (graders.mutants.Mutant) is caught on
+    the property it names: a run of that property alone (every check stays live), unshrunk.
     Returns that property's result (a PropertyResult whose .failed must be True)."""
-    from graders.exercise import mutant_property
-    name = mutant_property(mutant)
-    verdict = grade(exercise.only(name), mutant.read_text(), mutant.name, seed=seed,
+    verdict = grade(exercise.only(mutant.property), mutant.source(), mutant.name, seed=seed,
                     examples=examples, shrink=shrink)
-    return verdict.result(name)
+    return verdict.result(mutant.property)
 
 
 def _grade_properties(exercise, sandbox, verdict, filename, shrink, stop_first) -> None:
@@ -213,7 +211,9 @@ def _grade_properties(exercise, sandbox, verdict, filename, shrink, stop_first) 
             result = _run_property(exercise, prop, sandbox, verdict.seed, verdict.examples,
                                    filename, shrink, failed, everything)
             results[result.name] = result  # its own, or another property a check failed
-    order = [p.name for p in exercise.every_property]
+    # the graded properties first, in order; then any other a check failed on the way
+    order = [p.name for p in exercise.properties]
+    order += [p.name for p in exercise.every_property if p.name not in order]
     verdict.properties = sorted(results.values(), key=lambda r: order.index(r.name))
 
 

@@ -26,7 +26,10 @@ def repro_script(exercise: Exercise, filename: str, transcript: Transcript, prop
             continue
         call = f"{var}.{s.method}({args})"
         got = "?" if s.reply is None else s.reply.show()
-        body.append(f"{call:<32} # {'' if got.startswith('raised') else '-> '}{got}")
+        if got.startswith("raised"):   # keep the script running past an expected raise
+            body.append(f"try: {call:<27} # {got}\nexcept Exception as exc: print(repr(exc))")
+        else:
+            body.append(f"{call:<32} # -> {got}")
     if len(body) > MAX_LINES:
         body = body[:1] + [f"# ... {len(body) - MAX_LINES + 1} calls omitted ..."] + \
             body[-(MAX_LINES - 2):]

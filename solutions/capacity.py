@@ -1,11 +1,10 @@
-"""How many sequences one GPU can run at once, and why: the KV pool, the step-time line, the
-three batch ceilings (KV memory, compute ridge, latency target) and the Little's-law batch.
+"""How many sequences one GPU can run at once, and why: the KV pool, the three batch ceilings
+(KV memory, the GEMMs' critical batch, latency target) and the Little's-law batch.
 
 Memory sizes here are bytes; pools are usually *printed* in GiB because vLLM logs them that
 way (its total comes from torch in bytes). Rates and datasheet capacities stay decimal.
 
-Everything assumes a dense model: its decode step is then exactly linear in the batch
-(an MoE reads more experts as the batch grows, so its step time is not a line).
+Step times come from the kit's one step model (`solutions.step_model.StepModel`).
 """
 
 from __future__ import annotations
@@ -16,29 +15,31 @@ from typing import Callable
 
 from solutions.hardware import GPU
 from solutions.models import Model
-from solutions.roofline import IDEAL, Efficiency, compute_time, decode_step, memory_time
+from solutions.step_model import StepModel
 from solutions.units import GiB
 
 # What torch (and so vLLM's MemorySnapshot) sees as a GPU's total memory, where we know it.
 # A card sold as "80GB" reports more than 80e9 bytes: about 79 GiB (85 GB).
 TORCH_TOTAL_MEMORY_BYTES = {
+    "A100 80GB SXM": 79.15 * GiB,
     "H100 SXM": 79.18 * GiB,
+    "H200 SXM": 139.80 * GiB,
 }
 TORCH_TOTAL_MEMORY_SOURCE = (
-    "H100 80GB HBM3: torch.OutOfMemoryError reports 'GPU 0 has a total capacity of 79.18 GiB' "
-    "(torch.cuda total memory); nvidia-smi lists the card as 81,559 MiB = 79.65 GiB"
+    "The total torch reports in its CUDA out-of-memory message. "
+    "A100 80GB: 'GPU 3 has a total capacity of 79.15 GiB' (vllm-project/vllm issue 8903, 4x A100 80GB); "
+    "H100 80GB HBM3: 'GPU 0 has a total capacity of 79.18 GiB' on 1x H100 HBM3 (79.21 on its 8x nodes; "
+    "PrimeIntellect-ai/prime-rl:benchmarks/results/BENCHMARKS.md, 'Failed Benchmarks', version of 2026-01-13); "
+    "H200: 'GPU 0 has a total capacity of 139.80 GiB' (ZhengHongming888/dynamo@"
+    "206b708986af1a7816f0eebd504e88d7fb0f66d8:01_cuda_sh/disagg_h200_32b/8img_4k_blocked.md, and the same "
+    "prime-rl page). The figure moves by ~0.1 GiB with the driver. NVML (nvidia-smi) "
+    "lists more, 81,920 / 81,559 / 143,771 MiB (thundergolfer.com/blog/nvidia-gpu-memory-capacity): the driver "
+    "keeps a few hundred MiB that torch never sees"
 )
 
 # vLLM's default share of GPU memory: vllm-project/vllm@c1d86421174a87056edc90a41dc9942391509e84:
 # vllm/config/cache.py, CacheConfig.gpu_memory_utilization = Field(default=0.9, ...).
 VLLM_GPU_MEMORY_UTILIZATION = 0.9
-
-# Round fractions of peak that measured A100 kernels reach (Vidur's profiles): the kit's fit,
-# `solutions.calibration.A100_FIT`, puts GEMMs at 0.71 of peak FLOP/s and 0.78 of peak bandwidth
-# and decode attention at 0.83 of peak bandwidth. Assumed to carry over to Hopper. Kernel floors
-# (the fit's overhead_s) are left out: they are a separate, named assumption where a notebook uses them.
-DECODE_EFFICIENCY = Efficiency(compute=0.70, memory=0.80)
-
 
 def total_memory_bytes(gpu: GPU) -> float:
     """The total an engine sizes its pool from: torch's figure where known, else the datasheet
@@ -76,78 +77,19 @@ def sequences_that_fit(pool_bytes: float, model: Model, context_len: float, kv_d
     return math.floor(pool_bytes / (context_len * model.kv_bytes_per_token(kv_dtype)))
 
 
-@dataclass(frozen=True)
-class StepLine:
-    """A dense decode step as two lines in the batch B (seconds):
-    memory   t_mem(B)  = fixed_s + B * per_seq_memory_s   (weights once, then KV per sequence)
-    compute  t_comp(B) = B * per_seq_compute_s
-    step     t(B)      = max(t_mem, t_comp) + overhead_s"""
-
-    fixed_s: float
-    per_seq_memory_s: float
-    per_seq_compute_s: float
-    overhead_s: float = 0.0
-
-    def step_time(self, batch: float) -> float:
-        return max(self.fixed_s + batch * self.per_seq_memory_s, batch * self.per_seq_compute_s) + self.overhead_s
-
-    def throughput(self, batch: float) -> float:
-        """Tokens per second: one token per sequence per step."""
-        return batch / self.step_time(batch)
-
-    @property
-    def knee(self) -> float:
-        """Batch where the memory time of one extra sequence equals the weights' time:
-        throughput reaches half its bandwidth asymptote (B = fixed / per-seq memory)."""
-        return self.fixed_s / self.per_seq_memory_s
-
-    @property
-    def ridge(self) -> float:
-        """Batch where compute time catches up with memory time; inf if it never does."""
-        gap = self.per_seq_compute_s - self.per_seq_memory_s
-        return self.fixed_s / gap if gap > 0 else math.inf
-
-    @property
-    def bandwidth_ceiling(self) -> float:
-        """Tokens/s the memory line tends to as B grows: 1 / per-seq memory time."""
-        return 1 / self.per_seq_memory_s
-
-    @property
-    def compute_ceiling(self) -> float:
-        """Tokens/s when the tensor cores are the limit: 1 / per-seq compute time."""
-        return 1 / self.per_seq_compute_s
-
-    def batch_within(self, tpot_s: float) -> float:
-        """Largest (real) batch whose step fits in `tpot_s`; 0 if not even one sequence does."""
-        _check_positive(tpot_s=tpot_s)
-        budget = tpot_s - self.overhead_s
-        if budget <= self.fixed_s + self.per_seq_memory_s:
-            return 0.0
-        return min((budget - self.fixed_s) / self.per_seq_memory_s, budget / self.per_seq_compute_s)
-
-
-def step_line(
-    model: Model, gpu: GPU, context_len: float, eff: Efficiency = IDEAL, extra=None,
-) -> StepLine:
-    """Fit the line exactly from the kit's decode step at B=1 and B=2 (it is linear in B for a
-    dense model). `extra(batch)` may add per-sequence work to every step as a StepCost (e.g.
-    the prefill that rides along with each decode step, q08); it must be linear in batch too."""
-    if model.num_experts > 1:
-        raise ValueError(f"step_line assumes a dense model; {model.name} is a mixture of experts")
-
-    def cost(b):
-        c = decode_step(model, b, context_len)
-        return c if extra is None else c + extra(b)
-
-    one, two = cost(1), cost(2)
-    mem1, mem2 = memory_time(one, gpu, eff), memory_time(two, gpu, eff)
-    per_seq_memory = mem2 - mem1
-    return StepLine(
-        fixed_s=mem1 - per_seq_memory,
-        per_seq_memory_s=per_seq_memory,
-        per_seq_compute_s=compute_time(two, gpu, eff) - compute_time(one, gpu, eff),
-        overhead_s=eff.overhead_s,
-    )
+def batch_within(step_model: StepModel, context_len: float, tpot_s: float, max_batch: int = 1 << 16) -> int:
+    """Largest decode batch whose step (at `context_len` cached tokens per sequence) fits in
+    `tpot_s`; 0 if not even one sequence does. Step time grows with the batch, so bisect."""
+    _check_positive(tpot_s=tpot_s)
+    if step_model.decode(1, context_len).seconds > tpot_s:
+        return 0
+    lo, hi = 1, max_batch
+    if step_model.decode(hi, context_len).seconds <= tpot_s:
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if step_model.decode(mid, context_len).seconds <= tpot_s else (lo, mid)
+    return lo
 
 
 @dataclass(frozen=True)
@@ -155,7 +97,7 @@ class Ceilings:
     """The three limits on the running batch; the smallest one is the one that binds."""
 
     kv_memory: float  # sequences whose KV fits in the pool
-    compute_ridge: float  # past this, more sequences add latency, not throughput
+    compute_ridge: float  # the GEMMs' critical batch: past it, more sequences add latency, not throughput
     latency: float  # largest batch whose step meets the TPOT target
 
     def as_dict(self) -> dict[str, float]:
@@ -171,15 +113,15 @@ class Ceilings:
         return min(self.as_dict().values())
 
 
-def batch_ceilings(
-    model: Model, gpu: GPU, context_len: float, pool_bytes: float, tpot_s: float,
-    eff: Efficiency = IDEAL, kv_dtype: str = "bf16",
-) -> Ceilings:
-    line = step_line(model, gpu, context_len, eff)
+def batch_ceilings(step_model: StepModel, context_len: float, pool_bytes: float, tpot_s: float) -> Ceilings:
+    """The three ceilings for decode at `context_len` cached tokens per sequence. The compute
+    ceiling is the GEMMs' critical batch: past it each extra sequence adds its full share of GEMM
+    time to every step (and attention was already paid per sequence), so latency grows and
+    throughput barely does."""
     return Ceilings(
-        kv_memory=sequences_that_fit(pool_bytes, model, context_len, kv_dtype),
-        compute_ridge=line.ridge,
-        latency=line.batch_within(tpot_s),
+        kv_memory=sequences_that_fit(pool_bytes, step_model.model, context_len, step_model.precision.kv),
+        compute_ridge=step_model.critical_batch,
+        latency=batch_within(step_model, context_len, tpot_s),
     )
 
 

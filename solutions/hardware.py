@@ -26,6 +26,7 @@ class GPU:
     nvlink_bidir_gb_s: float | None  # None: no NVLink (PCIe card)
     pcie_bidir_gb_s: float
     source: str
+    int8_dense_tops: float | None = None  # INT8 tensor-core peak, dense (None: not given here)
 
     def peak_flops(self, dtype: str = "bf16") -> float:
         """Dense tensor-core FLOP/s for a matmul whose inputs are `dtype`."""
@@ -35,7 +36,11 @@ class GPU:
             if self.fp8_dense_tflops is None:
                 raise ValueError(f"{self.name} has no FP8 tensor cores")
             return self.fp8_dense_tflops * TFLOP
-        raise ValueError(f"no peak for dtype {dtype!r}; use 'bf16', 'fp16' or 'fp8'")
+        if dtype == "int8":
+            if self.int8_dense_tops is None:
+                raise ValueError(f"{self.name}: no INT8 tensor-core peak in the kit")
+            return self.int8_dense_tops * TFLOP  # tera-operations: one multiply-add is 2 ops, as for FLOPs
+        raise ValueError(f"no peak for dtype {dtype!r}; use 'bf16', 'fp16', 'fp8' or 'int8'")
 
     @property
     def hbm_bytes_per_s(self) -> float:
@@ -69,7 +74,9 @@ A100_80GB_SXM = GPU(
     nvlink_bidir_gb_s=600.0,
     pcie_bidir_gb_s=64.0,  # PCIe Gen4 x16
     source="NVIDIA A100 Tensor Core GPU datasheet (nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf): "
-    "BF16 312 TFLOPS dense (624 with sparsity), 80GB HBM2e at 2,039 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s",
+    "BF16 312 TFLOPS dense (624 with sparsity), 80GB HBM2e at 2,039 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s; "
+    "INT8 624 TOPS dense (1,248 with sparsity)",
+    int8_dense_tops=624.0,
 )
 
 A100_80GB_PCIE = GPU(
@@ -81,7 +88,9 @@ A100_80GB_PCIE = GPU(
     nvlink_bidir_gb_s=600.0,  # NVLink bridge between pairs of cards
     pcie_bidir_gb_s=64.0,  # PCIe Gen4 x16
     source="NVIDIA A100 Tensor Core GPU datasheet, A100 80GB PCIe column: BF16 312 TFLOPS dense, "
-    "80GB HBM2e at 1,935 GB/s, NVLink bridge 600 GB/s, PCIe Gen4 64 GB/s",
+    "80GB HBM2e at 1,935 GB/s, NVLink bridge 600 GB/s, PCIe Gen4 64 GB/s; "
+    "INT8 624 TOPS dense",
+    int8_dense_tops=624.0,
 )
 
 H100_SXM = GPU(
@@ -93,7 +102,9 @@ H100_SXM = GPU(
     nvlink_bidir_gb_s=900.0,
     pcie_bidir_gb_s=128.0,  # PCIe Gen5 x16
     source="NVIDIA H100 Tensor Core GPU Architecture whitepaper, Table 3 (H100 SXM5: BF16 989.4 dense / 1978.9 sparse "
-    "TFLOPS, FP8 1978.9 dense); NVIDIA H100 datasheet: 80GB HBM3 at 3.35 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s",
+    "TFLOPS, FP8 1978.9 dense); NVIDIA H100 datasheet: 80GB HBM3 at 3.35 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s; "
+    "INT8 3,958 TOPS with sparsity (1,978.9 dense)",
+    int8_dense_tops=1978.9,
 )
 
 H100_PCIE = GPU(
@@ -105,7 +116,9 @@ H100_PCIE = GPU(
     nvlink_bidir_gb_s=600.0,  # NVLink bridge between pairs of cards
     pcie_bidir_gb_s=128.0,  # PCIe Gen5 x16
     source="NVIDIA H100 Tensor Core GPU datasheet, H100 PCIe column: BF16 1,513 / FP8 3,026 TFLOPS with sparsity "
-    "(dense is half), 80GB HBM2e at 2 TB/s, NVLink bridge 600 GB/s, PCIe Gen5 128 GB/s",
+    "(dense is half), 80GB HBM2e at 2 TB/s, NVLink bridge 600 GB/s, PCIe Gen5 128 GB/s; "
+    "INT8 3,026 TOPS with sparsity (1,513 dense)",
+    int8_dense_tops=1513.0,
 )
 
 H200_SXM = GPU(
@@ -117,7 +130,9 @@ H200_SXM = GPU(
     nvlink_bidir_gb_s=900.0,
     pcie_bidir_gb_s=128.0,  # PCIe Gen5 x16
     source="NVIDIA H200 Tensor Core GPU datasheet: 141GB HBM3e at 4.8 TB/s, BF16 1,979 / FP8 3,958 TFLOPS with "
-    "sparsity (dense is half, the same Hopper die as H100 SXM), NVLink 900 GB/s, PCIe Gen5 128 GB/s",
+    "sparsity (dense is half, the same Hopper die as H100 SXM), NVLink 900 GB/s, PCIe Gen5 128 GB/s; "
+    "INT8 3,958 TOPS with sparsity (1,978.9 dense)",
+    int8_dense_tops=1978.9,
 )
 
 B200 = GPU(
@@ -142,7 +157,19 @@ L40S = GPU(
     nvlink_bidir_gb_s=None,
     pcie_bidir_gb_s=64.0,  # PCIe Gen4 x16
     source="NVIDIA L40S datasheet: BF16 362.05 / 733 TFLOPS (dense / sparse), FP8 733 / 1,466, "
-    "48GB GDDR6 at 864 GB/s, PCIe Gen4 x16 64 GB/s, no NVLink",
+    "48GB GDDR6 at 864 GB/s, PCIe Gen4 x16 64 GB/s, no NVLink; "
+    "INT8 733 / 1,466 TOPS (dense / sparse)",
+    int8_dense_tops=733.0,
 )
 
 GPUS = {g.name: g for g in (A100_80GB_SXM, A100_80GB_PCIE, H100_SXM, H100_PCIE, H200_SXM, B200, L40S)}
+
+# Streaming multiprocessors: how many thread blocks a kernel can run at once, one per SM for a
+# persistent GEMM. Why it matters: a GEMM with fewer output tiles than SMs leaves SMs idle unless it
+# splits the K axis, and that choice depends on the batch (q39).
+STREAMING_MULTIPROCESSORS = {
+    "H100 SXM": 132,  # NVIDIA H100 Tensor Core GPU Architecture whitepaper: "132 SMs" on H100 SXM5
+}
+
+
+# ---- storage a model or an adapter is loaded from ------------------------------------------------

@@ -88,10 +88,15 @@ class PrefixCache:
                     self.evictable[block] = None
 
     def block_hash(self, block):
-        return self.hashes[block]
+        return self.hashes[self._check(block)]
 
     def refcount(self, block):
-        return self.ref_counts[block]
+        return self.ref_counts[self._check(block)]
+
+    def _check(self, block):
+        if not 0 <= block < len(self.ref_counts):  # a negative index would answer for another
+            raise ValueError(f"block {block} is out of range")
+        return block
 
     def free_count(self):
         return len(self.empty) + len(self.evictable)

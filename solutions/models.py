@@ -259,3 +259,57 @@ NEMOTRON_H_8B = Model(
 )
 
 MODELS[NEMOTRON_H_8B.name] = NEMOTRON_H_8B
+
+# Qwen3 dense models, for the published vLLM runs in solutions/fidelity_serving.py. Their per-head
+# q/k RMSNorm weights (2 x 128 per layer) are left out: under 0.001% of the parameters.
+QWEN3_8B = Model(
+    name="Qwen3 8B",
+    hf_id="Qwen/Qwen3-8B",
+    num_layers=36,
+    hidden_size=4096,
+    num_heads=32,
+    num_kv_heads=8,
+    head_dim=128,
+    intermediate_size=12288,
+    vocab_size=151936,
+    tie_word_embeddings=False,
+    source="huggingface.co/Qwen/Qwen3-8B/blob/main/config.json, as restated in zyzshishui/slime@"
+    "f80d8133bb059096920cb7e95b4f5fa134b77911:scripts/models/qwen3-8B.sh; model card: 8.2B parameters",
+)
+
+QWEN3_14B = Model(
+    name="Qwen3 14B",
+    hf_id="Qwen/Qwen3-14B",
+    num_layers=40,
+    hidden_size=5120,
+    num_heads=40,
+    num_kv_heads=8,
+    head_dim=128,
+    intermediate_size=17408,
+    vocab_size=151936,
+    tie_word_embeddings=False,
+    source="huggingface.co/Qwen/Qwen3-14B/blob/main/config.json, as restated in zyzshishui/slime@"
+    "aa3375040b9b7fd90832fb03099776d0a34ce41c:scripts/models/qwen3-14B.sh; model card: 14.8B parameters",
+)
+
+# A small same-tokenizer draft model for Llama 3.x targets (speculative decoding answers).
+LLAMA_3_2_1B = Model(
+    name="Llama 3.2 1B",
+    hf_id="meta-llama/Llama-3.2-1B-Instruct",
+    num_layers=16,
+    hidden_size=2048,
+    num_heads=32,
+    num_kv_heads=8,
+    head_dim=64,
+    intermediate_size=8192,
+    vocab_size=128256,
+    tie_word_embeddings=True,
+    source="huggingface.co/meta-llama/Llama-3.2-1B-Instruct/blob/main/config.json "
+    "(commit 4e20de362430cd3b72f300e6b0f18e50e7166e08, as vendored in kevinstephano/thunder_model_blocks "
+    "hf_llama/llama_config.py): 16 layers, hidden 2048, 32 heads, 8 KV heads, head_dim 64, tied embeddings",
+)
+
+# The context a model's config declares (max_position_embeddings): what vLLM takes as
+# max_model_len when none is given. Llama 3.1 and 3.3 configs: 131,072
+# (huggingface.co/meta-llama/Llama-3.3-70B-Instruct/blob/main/config.json, and the 3.1 8B and 405B configs).
+MAX_POSITION_EMBEDDINGS = {LLAMA_3_1_8B.name: 131072, LLAMA_3_3_70B.name: 131072, LLAMA_3_1_405B.name: 131072}

@@ -1,20 +1,19 @@
 """Offline (batch) inference priced in GPU-seconds per item: prefill and decode, separately.
 
 With no latency target the engine runs the biggest batch memory allows, so an item's cost is
-its prefill at the compute roofline plus its share of decode steps at that batch. Times are the
-calibrated kernel times of `solutions.calibration` (A100-fitted; on another GPU the same
-fractions of peak are an assumption). Not included: CPU gaps, sampling and tensor-parallel
-all-reduce (q03); callers add them as a stated overhead.
+its prefill steps plus its share of decode steps at that batch. Step times come from the kit's one
+step model (`solutions.step_model.StepModel.of`: calibrated kernels, tensor-parallel all-reduce,
+per-step overhead).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solutions import calibration as cal
 from solutions.capacity import VLLM_GPU_MEMORY_UTILIZATION, kv_pool_bytes, sequences_that_fit, total_memory_bytes
 from solutions.hardware import A100_80GB_SXM, GPU
 from solutions.models import Model
+from solutions.step_model import Precision, StepModel
 from solutions.units import GiB
 
 NON_KV_BYTES_PER_GPU = 2 * GiB  # activations, CUDA graphs, NCCL: assumed, as in solutions.capacity
@@ -23,7 +22,9 @@ NON_KV_BYTES_PER_GPU = 2 * GiB  # activations, CUDA graphs, NCCL: assumed, as in
 @dataclass(frozen=True)
 class OfflinePass:
     """One pass over a dataset: every item is `shared_prefix` + `unique` prompt tokens in,
-    `output` tokens out. `prefix_cached`: the shared prefix hits the prefix cache (computed once)."""
+    `output` tokens out. `prefix_cached`: the shared prefix hits the prefix cache, so it is
+    computed once and its KV blocks are held once, shared by every running sequence (the blocks a
+    sequence holds are its own tokens only; attention still reads the shared prefix per sequence)."""
 
     model: Model
     shared_prefix: int
@@ -32,8 +33,9 @@ class OfflinePass:
     gpu: GPU = A100_80GB_SXM
     tp: int = 1
     prefix_cached: bool = False
-    weight_dtype: str = "fp16"
-    kv_dtype: str = "fp16"
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    math_dtype: str = "bf16"  # tensor-core inputs: "fp8"/"int8" for W8A8, else weight-only quantisation
     gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION
     max_num_seqs: int = 256  # vLLM's default on A100 (arg_utils get_batch_defaults)
     max_num_batched_tokens: int = 8192  # vLLM's offline default on A100
@@ -44,6 +46,12 @@ class OfflinePass:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.shared_prefix < 0:
             raise ValueError(f"shared_prefix must be >= 0, got {self.shared_prefix}")
+
+    @property
+    def step_model(self) -> StepModel:
+        precision = Precision(f"W:{self.weight_dtype} A:{self.math_dtype} KV:{self.kv_dtype}", self.weight_dtype,
+                              self.math_dtype, self.kv_dtype)
+        return StepModel.of(self.model, self.gpu, self.tp, precision)
 
     @property
     def prompt(self) -> int:
@@ -59,9 +67,16 @@ class OfflinePass:
         return kv_pool_bytes(self.model, self.tp * total_memory_bytes(self.gpu), self.gpu_memory_utilization,
                              non_kv_bytes=self.tp * NON_KV_BYTES_PER_GPU, weight_dtype=self.weight_dtype)
 
+    @property
+    def mean_private_context(self) -> float:
+        """Tokens of KV a running sequence holds on its own: with a cached shared prefix, not the prefix."""
+        return self.mean_context - (self.shared_prefix if self.prefix_cached else 0)
+
     def batch(self) -> int:
-        """Running sequences: what the pool holds at the mean context, capped by max_num_seqs."""
-        fits = sequences_that_fit(self.kv_pool_bytes(), self.model, self.mean_context, self.kv_dtype)
+        """Running sequences: what the pool holds at the mean private context (after one copy of a
+        cached shared prefix), capped by max_num_seqs."""
+        shared = self.shared_prefix * self.model.kv_bytes_per_token(self.kv_dtype) if self.prefix_cached else 0
+        fits = sequences_that_fit(self.kv_pool_bytes() - shared, self.model, self.mean_private_context, self.kv_dtype)
         if fits < 1:
             raise ValueError(f"not one sequence of {self.mean_context:.0f} tokens fits in the KV pool")
         return min(self.max_num_seqs, fits)
@@ -70,15 +85,13 @@ class OfflinePass:
         """GPU-seconds of prefill per item (all `tp` GPUs), prompts packed per step."""
         new = self.unique if self.prefix_cached else self.prompt
         per_step = max(1, self.max_num_batched_tokens // new)
-        t = cal.prefill_time(self.model, new, per_step, self.tp, gpu=self.gpu, cached_tokens=self.prompt - new,
-                             weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype)
+        t = self.step_model.prefill(new, per_step, cached_tokens=self.prompt - new).seconds
         return self.tp * t / per_step
 
     def decode_gpu_s(self) -> float:
         """GPU-seconds of decode per item: `output` steps, each shared by the running batch."""
         b = self.batch()
-        step = cal.decode_step_time(self.model, b, self.mean_context, self.tp, gpu=self.gpu,
-                                    weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype)
+        step = self.step_model.decode(b, self.mean_context).seconds
         return self.tp * self.output * step / b
 
     def gpu_s(self) -> float:

@@ -1,9 +1,11 @@
-"""The roofline of one forward step: FLOPs and bytes in, seconds out.
+"""The roofline: what a forward step must do (FLOPs and bytes), and one kernel's time.
 
-A step's time is the larger of its compute time and its memory time, each at a *named*
-fraction of the datasheet peak (`Efficiency`), plus a fixed per-step overhead. With the
-ideal efficiency this is the textbook roofline; calibrated factors make it a usable model
-(q03 fits them to measured A100 kernels).
+`StepCost` counts a step's work, split so MBU and MFU can name their numerators. `kernel_time`
+is the roofline of ONE kernel: the larger of its compute time and its memory time, each at a
+*named* fraction of the datasheet peak (`Efficiency`), plus its launch floor. A step is many
+kernels run one after another, each at its own bound: `solutions.step_model` sums them. Taking
+one max() over a whole step's totals would let the bandwidth-bound attention hide behind
+compute-bound GEMMs, so nothing in the kit does that.
 
 Utilisation is always achieved / peak with both operands stated:
   MBU = (bytes the step must move / step time) / peak HBM bandwidth
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from solutions.hardware import DTYPE_BYTES, GPU
 from solutions.models import Model
 
@@ -22,9 +26,9 @@ from solutions.models import Model
 class Efficiency:
     """Fractions of peak a real step achieves, and the time it spends outside kernels."""
 
-    compute: float = 1.0  # achieved / peak dense FLOP/s in the step's matmuls
-    memory: float = 1.0  # achieved / peak HBM bandwidth while streaming weights and KV
-    overhead_s: float = 0.0  # per-step time no roofline sees: launches, sampling, CPU gaps
+    compute: float = 1.0  # achieved / peak dense FLOP/s
+    memory: float = 1.0  # achieved / peak HBM bandwidth
+    overhead_s: float = 0.0  # a fixed floor per kernel: launch, prologue, the last partial wave
 
     def __post_init__(self):
         if not (0 < self.compute <= 1 and 0 < self.memory <= 1):
@@ -166,10 +170,12 @@ def memory_time(cost: StepCost, gpu: GPU, eff: Efficiency = IDEAL, tp: int = 1) 
     return cost.bytes / (tp * gpu.hbm_bytes_per_s * eff.memory)
 
 
-def step_time(cost: StepCost, gpu: GPU, eff: Efficiency = IDEAL, dtype: str = "bf16", tp: int = 1) -> float:
-    """Seconds for one step: max(compute, memory) + overhead. `tp` GPUs split the work
-    evenly (ideal tensor parallelism: no communication time is added here)."""
-    return max(compute_time(cost, gpu, eff, dtype, tp), memory_time(cost, gpu, eff, tp)) + eff.overhead_s
+def kernel_time(cost: StepCost, gpu: GPU, eff: Efficiency = IDEAL, dtype: str = "bf16", tp: int = 1):
+    """Seconds for ONE kernel (or launches of one kind) that does `cost`: max(compute, memory) +
+    `eff.overhead_s`. `dtype` picks the tensor-core peak; `tp` GPUs split the work evenly.
+    Works elementwise when the cost's fields are numpy arrays."""
+    t = np.maximum(compute_time(cost, gpu, eff, dtype, tp), memory_time(cost, gpu, eff, tp)) + eff.overhead_s
+    return float(t) if np.ndim(t) == 0 else t
 
 
 def mbu(bytes_moved: float, seconds: float, gpu: GPU, n_gpus: int = 1) -> float:
@@ -185,25 +191,6 @@ def mfu(flops: float, seconds: float, gpu: GPU, dtype: str = "bf16", n_gpus: int
 def ridge_point(gpu: GPU, dtype: str = "bf16", eff: Efficiency = IDEAL) -> float:
     """FLOP per byte above which a kernel is compute-bound."""
     return gpu.peak_flops(dtype) * eff.compute / (gpu.hbm_bytes_per_s * eff.memory)
-
-
-def knee_batch(model: Model, gpu: GPU, context_len: float, eff: Efficiency = IDEAL, dtype: str = "bf16") -> float:
-    """Decode batch at which compute time catches up with memory time (the roofline knee).
-
-    Both times are linear in batch B: t_mem = (W + B*m)/BW, t_comp = B*f/F, with W the weight
-    bytes, m the per-sequence bytes (KV read and write, activations) and f the per-sequence
-    FLOPs. Equal at B* = (W/BW) / (f/F - m/BW); infinite when each extra sequence costs more
-    memory time than compute time (long contexts: decode never turns compute-bound).
-    Computed for a dense model (an MoE's weight bytes also grow with B)."""
-    one, two = decode_step(model, 1, context_len), decode_step(model, 2, context_len)
-    per_seq_flops = two.flops - one.flops
-    per_seq_bytes = (two.bytes - two.weight_bytes) - (one.bytes - one.weight_bytes)
-    bw = gpu.hbm_bytes_per_s * eff.memory
-    flops = gpu.peak_flops(dtype) * eff.compute
-    denominator = per_seq_flops / flops - per_seq_bytes / bw
-    if denominator <= 0:
-        return float("inf")
-    return (one.weight_bytes / bw) / denominator
 
 
 def _check_positive(**values):

@@ -1,4 +1,5 @@
-"""The calibrated roofline against measured A100 kernel times it was not fitted on.
+"""The calibrated kernel fits against measured kernel times they were not fitted on (A100 and H100),
+and the step model built on them.
 
 Numbers printed here are the ones q03 states (run `pytest -s tests/test_calibration.py`)."""
 
@@ -6,7 +7,10 @@ import pytest
 
 from solutions import calibration as cal
 from solutions import fidelity_a100 as data
-from solutions.models import LLAMA_3_1_8B, LLAMA_3_3_70B, MIXTRAL_8X7B
+from solutions import fidelity, step_defaults
+from solutions.hardware import A100_80GB_SXM, H100_SXM
+from solutions.models import LLAMA_3_1_8B, LLAMA_3_3_70B, NEMOTRON_H_8B
+from solutions.step_model import W4A16, Precision, StepModel, StepShape, attention_layer_cost
 
 
 def test_the_fit_reproduces_the_published_factors():
@@ -51,10 +55,14 @@ def test_weight_bytes_match_the_profiled_shard(row):
 @pytest.mark.parametrize("profiled,kit", [("meta-llama/Meta-Llama-3-8B", LLAMA_3_1_8B),
                                           ("meta-llama/Meta-Llama-3-70B", LLAMA_3_3_70B)])
 def test_held_out_models_share_the_kit_models_layer_shapes(profiled, kit):
-    """So the held-out error is the error of decode_step_time on the kit's Llama 3.x models."""
+    """So the held-out error is the error of the step model's kernels on the kit's Llama 3.x models."""
     one = cal.profiled_model(data.SHAPES[profiled])
     assert cal.linear_params_per_layer(one) == cal.linear_params_per_layer(kit)
     assert one.kv_bytes_per_token() == kit.kv_bytes_per_token() / kit.num_layers
+
+
+A100 = StepModel.of(LLAMA_3_1_8B, A100_80GB_SXM)
+W8A16 = Precision("W8A16", weight="fp8", math="bf16")  # weight-only FP8 (Marlin-style on Ampere)
 
 
 def test_assembled_decode_step_matches_measured_kernel_sums():
@@ -70,10 +78,10 @@ def test_assembled_decode_step_matches_measured_kernel_sums():
         g = gemm_rows[a.batch_size]
         layer_ms = g.linear_total_ms + a.attn_decode_median_ms + cal._elementwise_ms(g)
         measured = LLAMA_3_1_8B.num_layers * layer_ms * 1e-3
-        lm_head = cal.kernel_time(cal.lm_head_cost(LLAMA_3_1_8B, a.batch_size), cal.A100_FIT.gemm)
-        predicted = cal.decode_step_time(LLAMA_3_1_8B, a.batch_size, a.kv_cache_size) - lm_head
+        t = A100.decode(a.batch_size, a.kv_cache_size)
+        predicted = t.kernel_s - t.lm_head_s
         print(f"batch {a.batch_size:3d} ctx {a.kv_cache_size}: measured {measured * 1e3:.2f} ms, "
-              f"calibrated {predicted * 1e3:.2f} ms ({predicted / measured - 1:+.1%})")
+              f"step model {predicted * 1e3:.2f} ms ({predicted / measured - 1:+.1%})")
         assert predicted == pytest.approx(measured, rel=0.10)
         checked += 1
     assert checked == 5
@@ -81,24 +89,16 @@ def test_assembled_decode_step_matches_measured_kernel_sums():
 
 def test_prefill_is_compute_bound_at_the_fitted_fraction():
     """Long prefill of Llama 3 8B: 2 FLOP per parameter per token at ~71% of 312 TFLOP/s."""
-    t = cal.prefill_time(LLAMA_3_1_8B, 4096)
+    t = A100.prefill(4096).kernel_s
     flops = 2 * LLAMA_3_1_8B.matmul_params_per_token * 4096
     assert flops / t / 312e12 == pytest.approx(0.62, abs=0.05)  # < 0.71: attention, elementwise, floors
 
 
-def test_for_model_gives_a_plain_efficiency_close_to_the_kernel_sum():
-    from solutions.hardware import A100_80GB_SXM
-    from solutions.roofline import decode_step, step_time
-    eff = cal.A100_FIT.for_model(LLAMA_3_1_8B)
-    coarse = step_time(decode_step(LLAMA_3_1_8B, 32, 2048, "fp16", "fp16"), A100_80GB_SXM, eff, "fp16")
-    assert coarse == pytest.approx(cal.decode_step_time(LLAMA_3_1_8B, 32, 2048), rel=0.15)
-
-
 @pytest.mark.parametrize("call,name", [
-    (lambda: cal.decode_step_time(LLAMA_3_1_8B, 0, 100), "batch"),
-    (lambda: cal.decode_step_time(LLAMA_3_1_8B, 8, 0), "context_len"),
-    (lambda: cal.prefill_time(LLAMA_3_1_8B, 100, tp=0), "tp"),
-    (lambda: cal.decode_step_time(MIXTRAL_8X7B, 8, 100), "Mixtral"),
+    (lambda: A100.decode(0, 100), "batch"),
+    (lambda: A100.decode(8, -1), "context_len"),
+    (lambda: StepModel.of(LLAMA_3_1_8B, A100_80GB_SXM, tp=0), "tp"),
+    (lambda: StepModel.of(NEMOTRON_H_8B, A100_80GB_SXM), "Mamba"),
     (lambda: cal.summarise([]), "at least one point"),
 ])
 def test_bad_input_names_the_parameter(call, name):
@@ -107,31 +107,64 @@ def test_bad_input_names_the_parameter(call, name):
 
 
 def test_a_prefix_cache_hit_skips_the_cached_tokens_matmuls():
-    full = cal.prefill_time(LLAMA_3_1_8B, 2000)
-    hit = cal.prefill_time(LLAMA_3_1_8B, 1700, cached_tokens=300)
-    assert cal.prefill_time(LLAMA_3_1_8B, 1700) < hit < full
+    full = A100.prefill(2000).kernel_s
+    hit = A100.prefill(1700, cached_tokens=300).kernel_s
+    assert A100.prefill(1700).kernel_s < hit < full
     assert hit / full == pytest.approx(1700 / 2000, abs=0.03)  # matmuls scale with new tokens
 
 
-def test_weight_only_fp8_helps_decode_not_long_prefill_on_a100():
-    """A100 has no FP8 tensor cores: halving weight bytes only helps memory-bound steps."""
-    decode = cal.decode_step_time(LLAMA_3_1_8B, 1, 1000, weight_dtype="fp8")
-    assert decode / cal.decode_step_time(LLAMA_3_1_8B, 1, 1000) < 0.65  # LM head, floors, KV stay
-    assert cal.prefill_time(LLAMA_3_1_8B, 4096, weight_dtype="fp8") == pytest.approx(
-        cal.prefill_time(LLAMA_3_1_8B, 4096), rel=0.01)
+@pytest.mark.parametrize("weight_only,decode_ratio", [(W8A16, 0.65), (W4A16, 0.45)])
+def test_weight_only_quantisation_helps_decode_not_long_prefill_on_a100(weight_only, decode_ratio):
+    """A100 has no FP8 tensor cores and W4A16 multiplies in BF16: fewer weight bytes only help
+    memory-bound steps."""
+    quant = StepModel.of(LLAMA_3_1_8B, A100_80GB_SXM, precision=weight_only)
+    assert quant.decode(1, 1000).kernel_s / A100.decode(1, 1000).kernel_s < decode_ratio  # LM head, floors, KV stay
+    assert quant.prefill(4096).kernel_s == pytest.approx(A100.prefill(4096).kernel_s, rel=0.01)
 
 
 def test_fp8_kv_halves_the_attention_bytes():
-    bf16 = cal.attention_decode_cost(LLAMA_3_1_8B, 64, 2000)
-    fp8 = cal.attention_decode_cost(LLAMA_3_1_8B, 64, 2000, kv_dtype="fp8")
+    shape = StepShape.decode(64, 2000)
+    bf16 = attention_layer_cost(LLAMA_3_1_8B, shape)
+    fp8 = attention_layer_cost(LLAMA_3_1_8B, shape, kv_dtype="fp8")
     assert fp8.kv_read_bytes == bf16.kv_read_bytes / 2
 
 
 @pytest.mark.parametrize("call,name", [
-    (lambda: cal.decode_step_time(LLAMA_3_1_8B, 8, 100, weight_dtype="fp6"), "weight_dtype"),
-    (lambda: cal.decode_step_time(LLAMA_3_1_8B, 8, 100, kv_dtype="e4m3"), "kv_dtype"),
-    (lambda: cal.prefill_time(LLAMA_3_1_8B, 100, cached_tokens=-1), "cached_tokens"),
+    (lambda: Precision("W6", weight="fp6", math="bf16"), "weight dtype"),
+    (lambda: attention_layer_cost(LLAMA_3_1_8B, StepShape.decode(8, 100), kv_dtype="e4m3"), "kv_dtype"),
+    (lambda: A100.prefill(100, cached_tokens=-1), "cached_tokens"),
 ])
 def test_bad_dtype_or_cache_names_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+# ---- H100: a second GPU, fitted on three layer shapes, tested on two others ------------------
+def test_the_h100_fit_reproduces_the_published_factors():
+    assert step_defaults.fit_h100() == step_defaults.HOPPER_FIT
+    assert StepModel.of(LLAMA_3_1_8B, H100_SXM).fit == step_defaults.HOPPER_FIT
+
+
+def test_h100_held_out_layers_are_within_the_targets():
+    """The Hopper fit on Llama-2-70B (the kit's Llama 3.x 70B layer shape) and InternLM-20B, which
+    it never saw: median <= 10%, worst <= 30%; the A100 fit carried over unchanged is worse."""
+    test = [p for p in fidelity.h100_points() if p.held_out]
+    assert {p.model for p in test} == set(step_defaults.H100_HELD_OUT_MODELS) and len(test) == 104
+    hopper = cal.summarise(test)
+    carried = cal.summarise([p for p in fidelity.h100_points(cal.A100_FIT) if p.held_out])
+    print(f"H100 held-out layers: Hopper fit median {hopper.median:.1%} worst {hopper.worst:.1%}; "
+          f"A100 fit carried over median {carried.median:.1%} worst {carried.worst:.1%}")
+    assert hopper.median <= 0.10 and hopper.worst <= 0.30
+    assert carried.median > 2 * hopper.median
+
+
+def test_h100_training_and_test_shapes_do_not_overlap():
+    def shape(p):
+        s = fidelity.fidelity_h100.SHAPES[p.model]
+        return (s.hidden, s.heads, s.kv_heads, s.intermediate)
+    points = fidelity.h100_points()
+    assert not {shape(p) for p in points if p.held_out} & {shape(p) for p in points if not p.held_out}
+
+
+def test_no_measured_h100_kernel_beats_the_datasheet():
+    assert all(p.naive_s < p.measured_s for p in fidelity.h100_points())

@@ -1,20 +1,16 @@
-import math
-
 import pytest
 
 from solutions.capacity import (
-    DECODE_EFFICIENCY,
-    StepLine,
     batch_ceilings,
+    batch_within,
     kv_pool_bytes,
     resident_batch,
     sequences_that_fit,
-    step_line,
     total_memory_bytes,
 )
 from solutions.hardware import H100_SXM, L40S
 from solutions.models import LLAMA_3_1_8B, LLAMA_3_3_70B, MIXTRAL_8X7B
-from solutions.roofline import decode_step, knee_batch, step_time
+from solutions.step_model import StepModel
 from solutions.units import GiB
 
 
@@ -50,62 +46,43 @@ def test_sequences_that_fit_is_a_floor_of_pool_over_kv_per_sequence():
         sequences_that_fit(1e9, LLAMA_3_1_8B, 0)
 
 
-@pytest.mark.parametrize("context_len", [128, 256, 2048, 32768])
-@pytest.mark.parametrize("batch", [1, 7, 300, 4096])
-def test_step_line_reproduces_the_kit_step_time(context_len, batch):
-    line = step_line(LLAMA_3_1_8B, H100_SXM, context_len, DECODE_EFFICIENCY)
-    kit = step_time(decode_step(LLAMA_3_1_8B, batch, context_len), H100_SXM, DECODE_EFFICIENCY)
-    assert line.step_time(batch) == pytest.approx(kit, rel=1e-9)
-
-
-@pytest.mark.parametrize("context_len", [128, 256, 2048])
-def test_ridge_agrees_with_the_kit_knee(context_len):
-    line = step_line(LLAMA_3_1_8B, H100_SXM, context_len, DECODE_EFFICIENCY)
-    assert line.ridge == pytest.approx(knee_batch(LLAMA_3_1_8B, H100_SXM, context_len, DECODE_EFFICIENCY))
-
-
-def test_step_line_refuses_moe():
-    with pytest.raises(ValueError, match="dense"):
-        step_line(MIXTRAL_8X7B, H100_SXM, 1024)
-
-
-def test_knee_is_half_the_bandwidth_ceiling():
-    line = StepLine(fixed_s=4e-3, per_seq_memory_s=50e-6, per_seq_compute_s=10e-6)
-    assert line.throughput(line.knee) == pytest.approx(line.bandwidth_ceiling / 2)
-    assert line.ridge == math.inf
-
-
-def test_batch_within_meets_the_target_exactly():
-    line = StepLine(fixed_s=5e-3, per_seq_memory_s=100e-6, per_seq_compute_s=20e-6)
-    b = line.batch_within(50e-3)
-    assert b == pytest.approx(450)
-    assert line.step_time(b) == pytest.approx(50e-3)
-    assert line.batch_within(5e-3) == 0.0
-
-
-def test_compute_bound_latency_ceiling_uses_the_compute_line():
-    line = StepLine(fixed_s=5e-3, per_seq_memory_s=10e-6, per_seq_compute_s=25e-6)
-    assert line.batch_within(50e-3) == pytest.approx(2000)
+@pytest.mark.parametrize("model", [LLAMA_3_1_8B, MIXTRAL_8X7B], ids=lambda m: m.name)
+@pytest.mark.parametrize("context_len", [256, 2048, 32768])
+def test_batch_within_is_the_largest_batch_that_meets_the_target(model, context_len):
+    sm = StepModel.of(model, H100_SXM, tp=1 if model is LLAMA_3_1_8B else 2)
+    tpot = 40e-3
+    b = batch_within(sm, context_len, tpot)
+    assert b >= 1
+    assert sm.decode(b, context_len).seconds <= tpot < sm.decode(b + 1, context_len).seconds
+    assert batch_within(sm, context_len, 1e-4) == 0
 
 
 def test_ceilings_pick_the_lowest():
     pool = kv_pool_bytes(LLAMA_3_1_8B, total_memory_bytes(H100_SXM))
-    c = batch_ceilings(LLAMA_3_1_8B, H100_SXM, 2048, pool, 50e-3, DECODE_EFFICIENCY)
+    sm = StepModel.of(LLAMA_3_1_8B, H100_SXM)
+    c = batch_ceilings(sm, 2048, pool, 50e-3)
     assert c.binding == "KV memory" and c.lowest == c.kv_memory
+    assert c.compute_ridge == sm.critical_batch
+    short = batch_ceilings(sm, 128, pool, 1.0)
+    assert short.binding == "compute ridge"
+
+
+def _line(fixed_s, per_seq_s):
+    return lambda n: fixed_s + n * per_seq_s
 
 
 def test_fixed_point_matches_the_closed_form_on_a_line():
-    line = StepLine(fixed_s=5e-3, per_seq_memory_s=50e-6, per_seq_compute_s=10e-6)
+    fixed, per_seq = 5e-3, 50e-6
     lam, out = 40.0, 250
-    fp = resident_batch(line.step_time, lam, out)
-    closed = lam * out * line.fixed_s / (1 - lam * out * line.per_seq_memory_s)
+    fp = resident_batch(_line(fixed, per_seq), lam, out)
+    closed = lam * out * fixed / (1 - lam * out * per_seq)
     assert fp.converged and fp.batch == pytest.approx(closed, rel=1e-8)
 
 
 def test_fixed_point_reports_no_convergence_above_capacity():
-    line = StepLine(fixed_s=5e-3, per_seq_memory_s=50e-6, per_seq_compute_s=10e-6)
-    lam_max = 1 / (250 * line.per_seq_memory_s)
-    fp = resident_batch(line.step_time, 1.01 * lam_max, 250, max_iter=10_000)
+    fixed, per_seq = 5e-3, 50e-6
+    lam_max = 1 / (250 * per_seq)
+    fp = resident_batch(_line(fixed, per_seq), 1.01 * lam_max, 250, max_iter=10_000)
     assert not fp.converged
     assert fp.iterates == sorted(fp.iterates)  # it only grows: the queue runs away
 
@@ -113,9 +90,3 @@ def test_fixed_point_reports_no_convergence_above_capacity():
 def test_fixed_point_rejects_bad_input_by_name():
     with pytest.raises(ValueError, match="arrival_rate"):
         resident_batch(lambda n: 1e-3, 0, 100)
-
-
-def test_decode_efficiency_stays_close_to_the_a100_calibration():
-    from solutions.calibration import A100_FIT
-    assert DECODE_EFFICIENCY.compute == pytest.approx(A100_FIT.gemm.compute, abs=0.03)
-    assert A100_FIT.gemm.memory <= DECODE_EFFICIENCY.memory <= A100_FIT.attention.memory

@@ -68,11 +68,11 @@ def test_small_batch_decode_is_memory_bound_and_weights_dominate():
     assert cost.weight_bytes / cost.bytes > 0.95
 
 
-def test_step_time_is_max_of_compute_and_memory_plus_overhead():
+def test_one_kernel_is_max_of_compute_and_memory_plus_its_floor():
     cost = rl.prefill(m.LLAMA_3_1_8B, 4096)
     gpu, eff = hw.H100_SXM, rl.Efficiency(compute=0.7, memory=0.8, overhead_s=1e-3)
     expected = max(rl.compute_time(cost, gpu, eff), rl.memory_time(cost, gpu, eff)) + 1e-3
-    assert rl.step_time(cost, gpu, eff) == pytest.approx(expected)
+    assert rl.kernel_time(cost, gpu, eff) == pytest.approx(expected)
     assert rl.compute_time(cost, gpu) > rl.memory_time(cost, gpu)  # a 4K prefill is compute-bound
 
 
@@ -81,14 +81,6 @@ def test_mbu_and_mfu_are_achieved_over_peak():
     assert rl.mbu(3.35e12 * 0.5, 1.0, gpu) == pytest.approx(0.5)
     assert rl.mfu(989.4e12 * 0.25, 1.0, gpu) == pytest.approx(0.25)
     assert rl.mbu(2 * 3.35e12, 1.0, gpu, n_gpus=2) == pytest.approx(1.0)
-
-
-def test_knee_batch_balances_compute_and_memory_time():
-    model, gpu = m.LLAMA_3_1_8B, hw.H100_SXM
-    knee = rl.knee_batch(model, gpu, context_len=128)
-    cost = rl.decode_step(model, knee, 128)
-    assert rl.compute_time(cost, gpu) == pytest.approx(rl.memory_time(cost, gpu), rel=1e-6)
-    assert rl.knee_batch(model, gpu, context_len=4096) == math.inf  # long context: KV reads outrun FLOPs
 
 
 def test_moe_reads_only_touched_experts():

@@ -1,7 +1,7 @@
-"""The serving simulator: one step-time model with the kit, exact queue mechanics, vLLM's policy.
+"""The serving simulator: the kit's one step model, exact queue mechanics, vLLM's policy.
 
 What each group pins:
-- the O(1) step time equals the kit's `step_time(decode_step + prefill + ...)` on random steps;
+- a replica prices its steps with the kit's `StepModel` (tests/test_step_model.py pins the model);
 - Little's law holds in every run (from the engine's own counters, not from the timestamps);
 - the single-server mode is an exact FCFS queue (customer by customer against Lindley's
   recursion) and its mean wait matches M/M/1, M/D/1 and Pollaczek-Khinchine;
@@ -15,64 +15,31 @@ import math
 import numpy as np
 import pytest
 
-from solutions import roofline as rl
 from solutions.hardware import A100_80GB_SXM, H100_SXM, H200_SXM
 from solutions.models import LLAMA_3_1_8B, LLAMA_3_3_70B, MIXTRAL_8X7B, QWEN2_5_7B
 from solutions.serving import (
-    SLO, Exponential, Fixed, Gamma, GammaArrivals, KVPool, LogNormal, OnOff, Poisson, Replica, RooflineStepTime,
-    SchedulerConfig, StepShape, Trace, Uniform, Workload, lindley_waits, md1_wait, mg1_wait, mm1_wait, simulate)
+    SLO, Exponential, Fixed, Gamma, GammaArrivals, KVPool, LogNormal, OnOff, Poisson, Replica, SchedulerConfig,
+    Trace, Uniform, Workload, lindley_waits, md1_wait, mg1_wait, mm1_wait, simulate)
+from solutions.step_defaults import SERVING_STACK_S
+from solutions.step_model import FP8, StepModel
 
-EFFS = [rl.IDEAL, rl.Efficiency(compute=0.6, memory=0.8, overhead_s=2e-3)]
+# ---- step time: the kit's one step model ----------------------------------------------
 
-
-# ---- step time: one model, the kit's ---------------------------------------------------
-
-def _kit_cost(model, decodes, contexts, chunks):
-    cost = None
-    if decodes:
-        cost = rl.decode_step(model, decodes, sum(contexts) / decodes)
-    for c, p in chunks:
-        part = rl.prefill(model, c, p)
-        cost = part if cost is None else cost + part
-    return cost
+def test_a_replica_prices_steps_with_the_kits_step_model():
+    replica = Replica.of(LLAMA_3_3_70B, H100_SXM, tp=4)
+    assert replica.step_time == StepModel.of(LLAMA_3_3_70B, H100_SXM, tp=4)
+    assert replica.serving_stack_s == SERVING_STACK_S
+    fp8 = Replica.of(LLAMA_3_3_70B, H100_SXM, tp=2, precision=FP8)
+    assert fp8.step_time.precision == FP8 and fp8.kv_pool.num_blocks > 0
 
 
-@pytest.mark.parametrize("model", [LLAMA_3_1_8B, LLAMA_3_3_70B, QWEN2_5_7B], ids=lambda m: m.name)
-@pytest.mark.parametrize("gpu", [H100_SXM, A100_80GB_SXM], ids=lambda g: g.name)
-@pytest.mark.parametrize("eff", EFFS, ids=["ideal", "calibrated"])
-def test_fast_step_time_equals_the_kits_step_time(model, gpu, eff):
-    rng = np.random.default_rng(7)
-    fast = RooflineStepTime(model, gpu, eff)
-    for _ in range(200):
-        decodes = int(rng.integers(0, 300))
-        contexts = rng.integers(0, 8000, decodes).tolist()
-        chunks = [(int(rng.integers(1, 4000)), int(rng.integers(0, 8000))) for _ in range(rng.integers(0, 4))]
-        if not decodes and not chunks:
-            continue
-        shape = StepShape(tokens=decodes + sum(c for c, _ in chunks), seqs=decodes + len(chunks),
-                          cached=sum(contexts) + sum(p for _, p in chunks),
-                          pairs=sum(contexts) + decodes + sum(c * p + c * (c + 1) / 2 for c, p in chunks))
-        kit = rl.step_time(_kit_cost(model, decodes, contexts, chunks), gpu, eff)
-        assert fast.seconds(shape.tokens, shape.seqs, shape.cached, shape.pairs) == pytest.approx(kit, rel=1e-12)
-
-
-def test_moe_step_streams_the_experts_its_total_tokens_touch():
-    """One forward pass: Mixtral's weight bytes follow the step's total tokens, and otherwise the
-    cost is the kit's sum of parts."""
-    fast = RooflineStepTime(MIXTRAL_8X7B, H100_SXM)
-    kit = rl.decode_step(MIXTRAL_8X7B, 3, 500) + rl.prefill(MIXTRAL_8X7B, 2, 100)
-    shape = StepShape(tokens=5, seqs=4, cached=1600, pairs=3 * 501 + 2 * 100 + 3)
-    whole = rl.StepCost(kit.flops, rl.weight_bytes_read(MIXTRAL_8X7B, 5), kit.kv_read_bytes, kit.kv_write_bytes,
-                        kit.activation_bytes, kit.tokens)
-    assert fast.cost(shape).weight_bytes == pytest.approx(whole.weight_bytes, rel=1e-12)
-    assert fast.seconds(5, 4, 1600, shape.pairs) == pytest.approx(rl.step_time(whole, H100_SXM), rel=1e-12)
-
-
-def test_decode_seconds_is_the_kits_decode_step():
-    fast = RooflineStepTime(LLAMA_3_1_8B, H200_SXM, EFFS[1])
-    for batch in (1, 17, 256, 1024):
-        kit = rl.step_time(rl.decode_step(LLAMA_3_1_8B, batch, 1500), H200_SXM, EFFS[1])
-        assert fast.decode_seconds(batch, 1500) == pytest.approx(kit, rel=1e-12)
+def test_chunked_prefill_costs_more_steps_than_one_whole_prefill():
+    """A 4,000-token prompt in 512-token chunks pays the weights and the per-step overhead once
+    per chunk: its prefill takes longer than in one step."""
+    work = Workload(np.array([0.0]), 4000, 2)
+    chunked = simulate(work, Replica.of(LLAMA_3_1_8B, H100_SXM, max_num_batched_tokens=512, max_num_seqs=256))
+    whole = simulate(work, Replica.of(LLAMA_3_1_8B, H100_SXM, max_num_batched_tokens=4096))
+    assert chunked.first_token_s[0] > 1.05 * whole.first_token_s[0]
 
 
 # ---- runs shared by several tests ------------------------------------------------------
@@ -84,7 +51,7 @@ def _chat(n=3000, rate=25.0, seed=0, **kw):
 @pytest.fixture(scope="module")
 def busy_run():
     """Llama 3.1 8B on an H100 with a KV pool small enough to force preemptions."""
-    replica = Replica.of(LLAMA_3_1_8B, H100_SXM, EFFS[1], kv_blocks=1200, max_num_batched_tokens=2048,
+    replica = Replica.of(LLAMA_3_1_8B, H100_SXM, kv_blocks=1200, max_num_batched_tokens=2048,
                          max_num_seqs=256)
     work = _chat(n=3000, rate=30.0)
     return work, replica, simulate(work, replica)
@@ -92,7 +59,7 @@ def busy_run():
 
 @pytest.fixture(scope="module")
 def light_run():
-    replica = Replica.of(LLAMA_3_1_8B, H100_SXM, EFFS[1])
+    replica = Replica.of(LLAMA_3_1_8B, H100_SXM)
     work = _chat(n=3000, rate=10.0, seed=1, prefix_hit=0.5)
     return work, replica, simulate(work, replica)
 
@@ -164,20 +131,21 @@ def test_closed_forms_refuse_an_unstable_queue():
 @pytest.mark.parametrize("batch", [1, 8, 64, 256, 1024])
 def test_decode_throughput_is_the_kits_curve(batch):
     """B sequences prefill together, then decode 15 steps over contexts 1017..1031 (mean 1024):
-    tokens per second of the decode steps is B / step_time(decode_step(B, 1024))."""
-    model, gpu, eff = LLAMA_3_1_8B, H100_SXM, EFFS[1]
+    tokens per second of the decode steps is B / step time (the kit's step model at B, 1024)."""
+    model, gpu = LLAMA_3_1_8B, H100_SXM
     prompt, output = 1017, 16
-    replica = Replica.of(model, gpu, eff, max_num_batched_tokens=batch * prompt, max_num_seqs=batch,
+    sm = StepModel.of(model, gpu)
+    replica = Replica.of(model, gpu, max_num_batched_tokens=batch * prompt, max_num_seqs=batch,
                          kv_blocks=batch * 70)  # room for every context: the curve is about time
     work = Workload(np.zeros(batch), prompt, output)
     steps = simulate(work, replica).steps
     decode = steps["prefill_tokens"] == 0
     assert decode.sum() == output - 1 and np.all(steps["decode_tokens"][decode] == batch)
     seconds = steps["end_s"][decode] - steps["start_s"][decode]
-    kit_each = [rl.step_time(rl.decode_step(model, batch, prompt + j), gpu, eff) for j in range(output - 1)]
+    kit_each = [sm.decode(batch, prompt + j).seconds for j in range(output - 1)]
     assert np.allclose(seconds, kit_each, rtol=1e-12, atol=0)
     simulated = batch * decode.sum() / seconds.sum()
-    kit = batch / rl.step_time(rl.decode_step(model, batch, 1024), gpu, eff)
+    kit = batch / sm.decode(batch, 1024).seconds
     assert simulated == pytest.approx(kit, rel=1e-3)
 
 
@@ -194,7 +162,7 @@ class _StepByStep:
 @pytest.mark.parametrize("kv_blocks", [None, 900], ids=["roomy pool", "pool that runs out"])
 def test_pricing_decode_runs_at_once_changes_nothing(kv_blocks):
     """The engine prices runs of identical decode steps together; one step at a time must agree."""
-    fast = Replica.of(LLAMA_3_1_8B, H100_SXM, EFFS[1], kv_blocks=kv_blocks)
+    fast = Replica.of(LLAMA_3_1_8B, H100_SXM, kv_blocks=kv_blocks)
     slow = Replica(_StepByStep(fast.step_time), fast.scheduler, fast.kv_pool)
     work = _chat(n=600, rate=8.0, seed=9)
     a, b = simulate(work, fast), simulate(work, slow)
@@ -269,9 +237,29 @@ def test_without_chunking_a_prompt_waits_for_a_whole_budget():
 def test_prefix_hits_skip_their_prefill(light_run):
     work, replica, result = light_run
     bs = replica.kv_pool.block_size
-    hits = np.minimum(work.prefix_hit_tokens, work.prompt_tokens - 1) // bs * bs
-    assert result.preemptions.sum() == 0 and hits.sum() > 0
-    assert result.steps["prefill_tokens"].sum() == (work.prompt_tokens - hits).sum()
+    shared = np.minimum(work.prefix_hit_tokens, work.prompt_tokens - 1) // bs * bs
+    assert result.preemptions.sum() == 0 and result.cached_tokens.sum() > 0.5 * shared.sum()
+    assert np.all(result.cached_tokens <= shared) and np.all(result.cached_tokens % bs == 0)
+    assert result.steps["prefill_tokens"].sum() == (work.prompt_tokens - result.cached_tokens).sum()
+
+
+def test_a_prefix_hits_only_once_cached_and_is_evicted_under_pressure():
+    """Group 0's 1,600-token system prompt: the first request computes it, the second (arriving
+    after the first is done) hits all 100 blocks. Then a burst of requests of other groups needs
+    the whole pool: the unreferenced cached prefix is evicted, so the last group-0 request misses."""
+    bs, prefix = 16, 1600
+    arrivals = np.array([0.0, 1.0, 2.0, 2.0, 2.0, 4.0])
+    prompts = np.array([1700, 1700, 3000, 3000, 3000, 1700])
+    groups = np.array([0, 0, 1, 2, 3, 0])
+    work = Workload(arrivals, prompts, 8, prefix_hit_tokens=np.where(groups == 0, prefix, 0), prefix_group=groups)
+    replica = Replica.of(LLAMA_3_1_8B, H100_SXM, kv_blocks=3 * 188 + 50, block_size=bs, max_num_seqs=8,
+                         max_num_batched_tokens=16384)
+    result = simulate(work, replica)
+    assert list(result.cached_tokens) == [0, prefix, 0, 0, 0, 0]
+    assert result.evicted_blocks == prefix // bs
+    assert result.steps["kv_blocks_used"].max() <= replica.kv_pool.num_blocks
+    law = result.littles_law()
+    assert law["rel_error"] < 1e-9
 
 
 def test_fcfs_admits_in_arrival_order(light_run):

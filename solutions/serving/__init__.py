@@ -1,5 +1,5 @@
 """A step-level simulator of one LLM serving replica: continuous batching, chunked prefill, a KV
-block pool with recompute preemption, step times from the kit's roofline.
+block pool with recompute preemption, step times from the kit's one step model.
 
     from solutions.serving import Replica, Workload, Poisson, LogNormal, SLO, simulate
     replica = Replica.of(LLAMA_3_1_8B, H100_SXM)
@@ -17,12 +17,12 @@ from solutions.serving.metrics import SLO, Result
 from solutions.serving.queueing import lindley_waits, md1_wait, mg1_wait, mm1_wait
 from solutions.serving.replica import Replica, simulate
 from solutions.serving.scheduler import FCFSScheduler, SchedulerConfig, StepPlan
-from solutions.serving.step_time import RooflineStepTime, ServiceTime, StepShape
+from solutions.serving.step_time import ServiceTime, StepShape
 from solutions.serving.workload import GammaArrivals, OnOff, Poisson, Trace, Workload
 
 __all__ = [
     "Empirical", "Exponential", "Fixed", "Gamma", "LogNormal", "Uniform", "KVPool", "SLO", "Result",
     "lindley_waits", "md1_wait", "mg1_wait", "mm1_wait", "Replica", "simulate", "FCFSScheduler",
-    "SchedulerConfig", "StepPlan", "RooflineStepTime", "ServiceTime", "StepShape", "GammaArrivals", "OnOff",
+    "SchedulerConfig", "StepPlan", "ServiceTime", "StepShape", "GammaArrivals", "OnOff",
     "Poisson", "Trace", "Workload",
 ]

@@ -1,9 +1,10 @@
 """What a run produced, per request and per step, and the latency metrics users feel.
 
-    TTFT   first token time - arrival (queueing + prefill, including any recompute)
+    TTFT   first token time - arrival: queueing + prefill (including any recompute) + the serving
+           stack (HTTP, tokenising, detokenising: `Replica.serving_stack_s`), see `ttft_parts`
     TPOT   (finish - first token) / (output tokens - 1): the mean gap a request's user sees
     ITL    every gap between consecutive tokens of a request (its tail is what stutters)
-    E2E    finish - arrival
+    E2E    finish - arrival, serving stack included
     goodput  requests per second that met every SLO (DistServe's definition, arXiv:2401.09670)
 
 Percentiles use numpy's default (linear interpolation).
@@ -34,7 +35,7 @@ class SLO:
 
 @dataclass
 class Result:
-    """Per request: arrival_s, admitted_s, first_token_s, finish_s, preemptions, and every token's
+    """Per request: arrival_s, admitted_s, first_token_s, finish_s, preemptions, cached_tokens, and every token's
     time (`token_times(rid)`). Per step (`steps`): start_s, end_s, decode_tokens, decode_context
     (their cached tokens in total), prefill_tokens, seqs, kv_blocks_used, waiting, running."""
 
@@ -52,6 +53,9 @@ class Result:
     steps: dict
     kv_blocks: int
     area: float  # integral of the number in system over the run, from the engine's counters
+    serving_stack_s: float = 0.0  # per request, outside the engine: added to TTFT and E2E
+    cached_tokens: np.ndarray | None = None  # prompt tokens found in the prefix cache (last admission)
+    evicted_blocks: int = 0  # cached prefix blocks evicted to make room
 
     @classmethod
     def from_run(cls, workload, replica, sched, steps, area) -> "Result":
@@ -80,6 +84,9 @@ class Result:
             steps=steps,
             kv_blocks=replica.kv_pool.num_blocks,
             area=area,
+            serving_stack_s=replica.serving_stack_s,
+            cached_tokens=np.array(sched.hit_tokens, dtype=np.int64),
+            evicted_blocks=sched.evicted_blocks,
         )
 
     def __len__(self) -> int:
@@ -91,11 +98,17 @@ class Result:
 
     @property
     def ttft(self) -> np.ndarray:
-        return self.first_token_s - self.arrival_s
+        return self.first_token_s - self.arrival_s + self.serving_stack_s
+
+    def ttft_parts(self) -> dict[str, np.ndarray]:
+        """TTFT as three named terms that add up to it: waiting for admission, the steps from
+        admission to the first token (prefill, chunks, any recompute), and the serving stack."""
+        return {"queueing": self.admitted_s - self.arrival_s, "prefill": self.first_token_s - self.admitted_s,
+                "serving stack": np.full(len(self), self.serving_stack_s)}
 
     @property
     def e2e(self) -> np.ndarray:
-        return self.finish_s - self.arrival_s
+        return self.finish_s - self.arrival_s + self.serving_stack_s
 
     @property
     def queue_wait(self) -> np.ndarray:
@@ -154,7 +167,7 @@ class Result:
         span = self.span_s
         mean_in_system = self.area / span
         arrival_rate = len(self) / span
-        mean_time = float(self.e2e.mean())
+        mean_time = float((self.finish_s - self.arrival_s).mean())  # in the engine: what `area` counts
         return dict(L=mean_in_system, lam=arrival_rate, W=mean_time,
                     rel_error=abs(mean_in_system - arrival_rate * mean_time) / (arrival_rate * mean_time))
 
@@ -174,7 +187,9 @@ class Result:
 
         out = dict(requests=int(mask.sum()), steps=int(self.steps["end_s"].size), span_s=self.span_s,
                    output_tokens_per_s=float(self.output_tokens[mask].sum() / self.span_s),
-                   ttft=pct(self.ttft[mask]), tpot=pct(self.tpot[mask]), itl=pct(self._itl(mask)),
+                   ttft=pct(self.ttft[mask]),
+                   ttft_parts_mean={k: float(v[mask].mean()) for k, v in self.ttft_parts().items()},
+                   tpot=pct(self.tpot[mask]), itl=pct(self._itl(mask)),
                    e2e=pct(self.e2e[mask]), preempted_requests=int((self.preemptions[mask] > 0).sum()),
                    peak_kv_fraction=float(self.steps["kv_blocks_used"].max() / self.kv_blocks))
         if slo is not None:

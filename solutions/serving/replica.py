@@ -1,5 +1,5 @@
-"""One replica, step by step: arrivals join the queue, the scheduler plans a step, the roofline
-prices it, the clock advances, tokens are sampled.
+"""One replica, step by step: arrivals join the queue, the scheduler plans a step, the kit's step
+model prices it, the clock advances, tokens are sampled.
 
     replica = Replica.of(LLAMA_3_1_8B, H100_SXM)
     result = simulate(workload, replica)
@@ -20,40 +20,50 @@ import numpy as np
 from solutions.capacity import VLLM_GPU_MEMORY_UTILIZATION
 from solutions.hardware import GPU
 from solutions.models import Model
-from solutions.roofline import IDEAL, Efficiency
 from solutions.serving.kv_pool import KVPool
 from solutions.serving.metrics import Result
 from solutions.serving.scheduler import FCFSScheduler, SchedulerConfig
-from solutions.serving.step_time import RooflineStepTime, ServiceTime
+from solutions.serving.step_time import ServiceTime
 from solutions.serving.workload import Workload
+from solutions.step_defaults import SERVING_STACK_S
+from solutions.step_model import BF16, Precision, StepModel
 from solutions.units import GiB
 
 
 @dataclass(frozen=True)
 class Replica:
-    """A serving replica: how long a step takes, how the scheduler is configured, how much KV fits."""
+    """A serving replica: how long a step takes, how the scheduler is configured, how much KV fits,
+    and the time a request spends in the serving stack outside the engine's steps."""
 
-    step_time: object  # a callable: StepPlan -> seconds (RooflineStepTime, ServiceTime)
+    step_time: object  # a callable: StepPlan -> seconds (a StepModel, or ServiceTime)
     scheduler: SchedulerConfig
     kv_pool: KVPool
     name: str = ""
+    serving_stack_s: float = 0.0  # added to every TTFT and E2E: HTTP, tokenizing, detokenizing
+
+    def __post_init__(self):
+        if not self.serving_stack_s >= 0:
+            raise ValueError(f"serving_stack_s must be >= 0, got {self.serving_stack_s!r}")
 
     @classmethod
-    def of(cls, model: Model, gpu: GPU, eff: Efficiency = IDEAL, *, max_num_batched_tokens: int = 8192,
-           max_num_seqs: int = 1024, chunked_prefill: bool = True,
-           gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION, non_kv_bytes: float = 2 * GiB,
-           block_size: int = 16, kv_blocks: int | None = None, tp: int = 1,
-           weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> "Replica":
-        """A replica named by its hardware and model. The KV pool follows from the memory left after
-        the weights and `non_kv_bytes` (the kit's `solutions.capacity` sizing) unless `kv_blocks` fixes it."""
-        step_time = RooflineStepTime(model, gpu, eff, weight_dtype=weight_dtype, kv_dtype=kv_dtype, tp=tp,
-                                     dtype="fp8" if weight_dtype == "fp8" else "bf16")
+    def of(cls, model: Model, gpu: GPU, tp: int = 1, precision: Precision = BF16, *,
+           step_model: StepModel | None = None, max_num_batched_tokens: int = 8192, max_num_seqs: int = 1024,
+           chunked_prefill: bool = True, gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
+           non_kv_bytes: float = 2 * GiB, block_size: int = 16, kv_blocks: int | None = None,
+           serving_stack_s: float = SERVING_STACK_S) -> "Replica":
+        """A replica named by its hardware and model, priced by the kit's calibrated step model
+        (`StepModel.of(model, gpu, tp, precision)` unless `step_model` is given). The KV pool
+        follows from the memory left after the weights and `non_kv_bytes` (the kit's
+        `solutions.capacity` sizing) unless `kv_blocks` fixes it."""
+        if not isinstance(precision, Precision):
+            raise TypeError(f"precision must be a solutions.step_model.Precision (BF16, FP8, ...), got {precision!r}")
+        step_time = step_model if step_model is not None else StepModel.of(model, gpu, tp, precision)
         pool = (KVPool(kv_blocks, block_size) if kv_blocks is not None else
                 KVPool.for_replica(model, gpu, gpu_memory_utilization=gpu_memory_utilization, tp=tp,
-                                   non_kv_bytes=non_kv_bytes, block_size=block_size, weight_dtype=weight_dtype,
-                                   kv_dtype=kv_dtype))
+                                   non_kv_bytes=non_kv_bytes, block_size=block_size,
+                                   weight_dtype=precision.weight, kv_dtype=precision.kv))
         config = SchedulerConfig(max_num_batched_tokens, max_num_seqs, chunked_prefill)
-        return cls(step_time, config, pool, name=f"{model.name} on {tp}x {gpu.name}")
+        return cls(step_time, config, pool, name=f"{model.name} on {tp}x {gpu.name}", serving_stack_s=serving_stack_s)
 
     @classmethod
     def single_server(cls) -> "Replica":
@@ -66,8 +76,7 @@ def _validate(workload: Workload, replica: Replica, scheduler: FCFSScheduler):
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")
     pool, cfg = replica.kv_pool, replica.scheduler
-    peak = -(-(workload.prompt_tokens + workload.output_tokens - 1) // pool.block_size) - np.array(
-        scheduler.hit_blocks, dtype=np.int64)
+    peak = -(-(workload.prompt_tokens + workload.output_tokens - 1) // pool.block_size)  # even without a hit
     worst = int(np.argmax(peak))
     if peak[worst] > pool.num_blocks:
         raise ValueError(
@@ -90,7 +99,7 @@ def simulate(workload: Workload, replica: Replica) -> Result:
     if not isinstance(replica, Replica):
         raise TypeError(f"replica must be a Replica, got {type(replica).__name__}")
     sched = FCFSScheduler(replica.scheduler, replica.kv_pool, workload.prompt_tokens, workload.output_tokens,
-                          workload.prefix_hit_tokens)
+                          workload.prefix_hit_tokens, workload.prefix_group)
     _validate(workload, replica, sched)
     timer = replica.step_time or ServiceTime(workload.service_s.tolist())
     decode_run = getattr(timer, "decode_run_seconds", None)  # None: no vectorised decode price

@@ -12,6 +12,11 @@ The policy, as vLLM's v1 `Scheduler.schedule` runs it
 2. If nothing was preempted this step, waiting requests are admitted in FCFS order while budget,
    `max_num_seqs` and free blocks last; the head that does not fit stops admission (no skipping).
    A new request starts from its prefix-cache hit (whole blocks), the rest is prefill.
+3. Prefix caching: a request's leading `prefix_hit_tokens` are shared with its prefix group. The
+   first request of a group computes them; when its prompt is done its blocks stay in the pool as
+   the group's cached blocks, and later requests hit them. A referenced group is pinned; an
+   unreferenced one is still counted free (as vLLM's free queue counts cached blocks with no
+   reference) and is evicted, least recently used first, when an allocation needs its blocks.
 
 `max_num_batched_tokens >= max_num_seqs` is required (vLLM raises otherwise:
 vllm-project/vllm@01230b40128e570a58e54e75f7e55c4d5cd9246d:vllm/config/scheduler.py), and with
@@ -98,14 +103,23 @@ class StepPlan:
 class FCFSScheduler:
     """vLLM v1's FCFS policy over a KV block pool, with recompute preemption."""
 
-    def __init__(self, config: SchedulerConfig, pool: KVPool, prompt_tokens, output_tokens, prefix_hit_tokens):
+    def __init__(self, config: SchedulerConfig, pool: KVPool, prompt_tokens, output_tokens, prefix_hit_tokens,
+                 prefix_group=None):
         self.config, self.pool = config, pool
         bs = self.bs = pool.block_size
         n = len(prompt_tokens)
         self.prompt = [int(x) for x in prompt_tokens]
         self.out_len = [int(x) for x in output_tokens]
-        # prefix hits count in whole blocks, and never the last prompt token (it must run to sample)
-        self.hit_blocks = [min(int(h), p - 1) // bs for h, p in zip(prefix_hit_tokens, self.prompt)]
+        # shared prefixes count in whole blocks, and never the last prompt token (it must run to sample)
+        self.prefix_blocks = [min(int(h), p - 1) // bs for h, p in zip(prefix_hit_tokens, self.prompt)]
+        self.group = [0] * n if prefix_group is None else [int(g) for g in prefix_group]
+        self.hit_blocks = [0] * n  # blocks of this request the group's cache owns (set at admission)
+        self.hit_tokens = [0] * n  # prompt tokens the last admission found cached
+        self.resident: dict = {}  # group -> blocks cached in the pool
+        self.refs: dict = {}  # group -> running requests that use it (pinned while > 0)
+        self.lru: dict = {}  # unreferenced resident groups, least recently used first
+        self.evictable = 0  # blocks of unreferenced resident groups: counted in `free`
+        self.evicted_blocks = 0
         self.free = pool.num_blocks
         self.waiting: deque = deque()
         self.running: dict = {}  # insertion-ordered: admission order; the last key is the newest
@@ -150,6 +164,7 @@ class FCFSScheduler:
             need = self.by_phase[-step % bs]  # decodes whose context fills a block exactly
             if need <= self.free:
                 self.free -= need
+                self._evict_to_fit()
             else:
                 self._allocate_decodes_one_by_one(step, plan)
             plan.decodes = self.n_decodes
@@ -161,6 +176,7 @@ class FCFSScheduler:
             extra = self.pool.blocks_for(self.computed[rid] + c) - self.hit_blocks[rid] - self.held[rid]
             if extra <= self.free:
                 self.free -= extra
+                self._evict_to_fit()
                 self.held[rid] += extra
                 plan.chunks.append((rid, c, self.computed[rid]))
                 budget -= c
@@ -171,18 +187,23 @@ class FCFSScheduler:
         waiting, running = self.waiting, self.running
         while waiting and budget > 0 and len(running) < cfg.max_num_seqs:
             rid = waiting[0]
-            cached = self.hit_blocks[rid] * bs
+            hit = min(self.prefix_blocks[rid], self.resident.get(self.group[rid], 0))
+            cached = hit * bs
             c = self.prompt[rid] + self.outputs[rid] - cached
             if c > budget:
                 if not cfg.chunked_prefill:
                     break
                 c = budget
-            blocks = self.pool.blocks_for(cached + c) - self.hit_blocks[rid]
-            if blocks > self.free:
+            blocks = self.pool.blocks_for(cached + c) - hit
+            if blocks + self._pin_cost(rid) > self.free:
                 break
             waiting.popleft()
             running[rid] = None
+            self._reference(rid, step)
+            self.hit_blocks[rid] = hit
+            self.hit_tokens[rid] = cached
             self.free -= blocks
+            self._evict_to_fit()
             self.held[rid] = blocks
             self.computed[rid] = cached
             self.status[rid] = PREFILL
@@ -204,6 +225,7 @@ class FCFSScheduler:
                 ctx = step + self.offset[rid] + 1
                 self._leave_decodes(rid)
                 self.free += self.pool.blocks_for(ctx) - self.hit_blocks[rid]
+                self._release(rid, step)
                 self.segments.append((rid, self.joined[rid], step - self.joined[rid] + 1))
                 self.outputs[rid] = self.out_len[rid]
                 self._finish(rid, step, finished)
@@ -215,6 +237,7 @@ class FCFSScheduler:
                 continue
             if self.partial == rid:
                 self.partial = None
+            self._cache_prefix(rid)
             self.outputs[rid] += 1
             if self.first_token_step[rid] < 0:
                 self.first_token_step[rid] = step
@@ -222,6 +245,7 @@ class FCFSScheduler:
             if remaining == 0:
                 self.free += self.held[rid]
                 self.held[rid] = 0
+                self._release(rid, step)
                 self.segments.append((rid, step, 1))
                 self._finish(rid, step, finished)
                 continue
@@ -269,6 +293,7 @@ class FCFSScheduler:
             return [used]
         needs = self._needs[:k - 1]  # from decode_run_length(step, ...), just before
         self.free -= int(needs[-1])
+        self._evict_to_fit()
         return [used] + (used + needs).tolist()
 
     # ---- internals ---------------------------------------------------------------------
@@ -303,6 +328,7 @@ class FCFSScheduler:
             self.free += self.held[rid]
             if self.partial == rid:
                 self.partial = None
+        self._release(rid, step)
         self.held[rid] = 0
         self.computed[rid] = 0
         self.status[rid] = WAITING
@@ -329,3 +355,52 @@ class FCFSScheduler:
             if self.status[rid] != DECODE:
                 break
             self.free -= 1
+            self._evict_to_fit()
+
+    # ---- the prefix cache: shared blocks per group -------------------------------------------
+    def _pin_cost(self, rid) -> int:
+        """Blocks that leave the free count if `rid` is admitted: its group's cached blocks, if
+        nobody references them yet (they were evictable, so counted free)."""
+        g = self.group[rid]
+        return self.resident.get(g, 0) if self.prefix_blocks[rid] and not self.refs.get(g) else 0
+
+    def _reference(self, rid, step):
+        if not self.prefix_blocks[rid]:
+            return
+        g = self.group[rid]
+        if not self.refs.get(g):
+            cached = self.lru.pop(g, 0)
+            self.evictable -= cached
+            self.free -= cached
+        self.refs[g] = self.refs.get(g, 0) + 1
+
+    def _release(self, rid, step):
+        if not self.prefix_blocks[rid]:
+            return
+        g = self.group[rid]
+        self.refs[g] -= 1
+        if self.refs[g] == 0 and self.resident.get(g, 0):
+            self.lru[g] = self.resident[g]  # most recently used: the end of the queue
+            self.evictable += self.resident[g]
+            self.free += self.resident[g]
+
+    def _cache_prefix(self, rid):
+        """The prompt is computed: its prefix blocks beyond what the group has cached become the
+        group's (they leave the request's private blocks; the group is pinned by this request)."""
+        g, want = self.group[rid], self.prefix_blocks[rid]
+        grow = want - self.resident.get(g, 0)
+        if grow > 0 and want > self.hit_blocks[rid]:
+            self.resident[g] = want
+            self.hit_blocks[rid] += grow
+            if self.status[rid] != DECODE:
+                self.held[rid] -= grow
+
+    def _evict_to_fit(self):
+        """Keep cached-but-unreferenced blocks within the free count: evict whole groups, least
+        recently used first, once allocations dig into them."""
+        while self.evictable > self.free:
+            g, blocks = next(iter(self.lru.items()))
+            del self.lru[g]
+            self.evictable -= blocks
+            self.resident[g] = 0
+            self.evicted_blocks += blocks

@@ -119,8 +119,9 @@ class Workload:
     arrival_s: np.ndarray
     prompt_tokens: np.ndarray
     output_tokens: np.ndarray
-    prefix_hit_tokens: np.ndarray | None = None  # prompt tokens already in the prefix cache
+    prefix_hit_tokens: np.ndarray | None = None  # leading prompt tokens shared with its prefix group
     tenant: np.ndarray | None = None
+    prefix_group: np.ndarray | None = None  # which shared prefix (a system prompt, a document); default 0
     priority: np.ndarray | None = None
     service_s: np.ndarray | None = None  # single-server mode only: each job's service time
     meta: dict = field(default_factory=dict)
@@ -141,6 +142,7 @@ class Workload:
         self.prefix_hit_tokens = _int_column("prefix_hit_tokens", hits, n, 0)
         if np.any(self.prefix_hit_tokens > self.prompt_tokens):
             raise ValueError("prefix_hit_tokens must not exceed prompt_tokens")
+        self.prefix_group = _int_column("prefix_group", 0 if self.prefix_group is None else self.prefix_group, n, 0)
         self.tenant = np.zeros(n, np.int64) if self.tenant is None else np.asarray(self.tenant)
         self.priority = np.zeros(n, np.int64) if self.priority is None else np.asarray(self.priority)
         for name in ("tenant", "priority"):
@@ -159,8 +161,10 @@ class Workload:
     def generate(cls, n: int, arrivals: ArrivalProcess, prompt: Distribution, output: Distribution,
                  *, prefix_hit: Distribution | float = 0.0, seed: int = 0, tenants: int = 1) -> "Workload":
         """Draw `n` requests: arrival gaps, then prompt and output lengths, from one seeded stream.
-        `prefix_hit` is a fraction of each prompt already cached (a number) or a distribution of
-        cached tokens; each request's tenant is drawn uniformly from `tenants`."""
+        `prefix_hit` is the fraction of each prompt (a number), or a distribution of tokens, that it
+        shares with its tenant's other requests (a system prompt): a hit once the first of them has
+        cached it, for as long as it stays in the pool. Tenants are drawn uniformly from `tenants`,
+        and each tenant has its own shared prefix."""
         if not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"n must be a positive integer, got {n!r}")
         if not isinstance(tenants, (int, np.integer)) or tenants < 1:
@@ -177,7 +181,7 @@ class Workload:
             hits = np.floor(prefix_hit * p).astype(np.int64)
         tenant = rng.integers(0, tenants, n)
         meta = dict(arrivals=arrivals, prompt=prompt, output=output, seed=seed)
-        return cls(t, p, o, hits, tenant=tenant, meta=meta)
+        return cls(t, p, o, hits, tenant=tenant, prefix_group=tenant, meta=meta)
 
     @classmethod
     def single_server(cls, n: int, arrivals: ArrivalProcess, service: Distribution, *, seed: int = 0) -> "Workload":

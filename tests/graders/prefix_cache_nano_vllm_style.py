@@ -85,9 +85,13 @@ class PrefixCache:
                 self.free_block_ids.append(block_id)
 
     def block_hash(self, block):
+        if not 0 <= block < len(self.blocks):   # the interface's range check, not nano-vllm's
+            raise ValueError(f"block {block} is out of range")
         return None if self.blocks[block].hash == -1 else self.blocks[block].hash
 
     def refcount(self, block):
+        if not 0 <= block < len(self.blocks):
+            raise ValueError(f"block {block} is out of range")
         return self.blocks[block].ref_count
 
     def free_count(self):

@@ -6,13 +6,13 @@ import sys
 import pytest
 
 from graders import registry, runner
-from graders.exercise import mutant_property
+from graders import mutants
 from graders.exercises.beam_fork.model import BeamModel, readable, slot_of
 from tests.graders.conftest import ROOT
 
 EX = registry.get("beam-fork")
 REFERENCE = ROOT / "solutions" / "beam_fork.py"
-MUTANTS = EX.mutants()
+MUTANTS = mutants.catalogue(EX)
 
 
 def test_reference_passes_every_property():
@@ -29,14 +29,15 @@ def test_reference_is_about_sixty_lines():
 
 def test_at_least_six_mutants_cover_every_property():
     assert len(MUTANTS) >= 6
-    assert {mutant_property(m) for m in MUTANTS} == {p.name for p in EX.properties}
+    assert {m.property for m in MUTANTS} == {p.name for p in EX.properties}
 
 
-@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
 def test_mutant_fails_on_its_property(mutant):
-    expected = mutant_property(mutant)
-    verdict = runner.grade(EX.only(expected), mutant.read_text(), mutant.name, examples=20)
-    assert verdict.exit_status == 1, f"{mutant.stem} passed {expected}"
+    expected = mutant.property
+    # the default count: a window comes in one search in four
+    verdict = runner.grade(EX.only(expected), mutant.source(), mutant.name)
+    assert verdict.exit_status == 1, f"{mutant.name} passed {expected}"
     result = verdict.result(expected)
     assert not result.passed and not result.reason.startswith("not checked"), result.reason
     assert result.script.count("\n") < 45  # a short repro, not a dump
@@ -45,7 +46,7 @@ def test_mutant_fails_on_its_property(mutant):
 
 def test_the_full_table_mutants_differ_from_a_passing_solution_by_their_bug():
     """Undo the bug of fork_counts_table_entries: vLLM v0's table shape, fixed, passes."""
-    source = (EX.home / "mutants" / "fork_counts_table_entries.py").read_text()
+    source = mutants.find(EX, "fork_counts_table_entries").source()
     fixed = source.replace("        for block in table:\n",
                            "        for block in set(self._window(table)):\n")
     assert fixed != source
@@ -61,7 +62,7 @@ def test_starter_fails_cleanly():
 
 
 def test_same_seed_same_verdict_and_repro():
-    source = (EX.home / "mutants" / "release_after_copy.py").read_text()
+    source = mutants.find(EX, "release_after_copy").source()
     a, b = (runner.grade(EX.only("copies-minimal"), source, "m.py", seed=7, examples=20)
             for _ in range(2))
     assert [(p.passed, p.reason, p.script) for p in a.properties] == \
@@ -69,9 +70,9 @@ def test_same_seed_same_verdict_and_repro():
 
 
 def test_repro_script_runs(tmp_path):
-    mutant = EX.home / "mutants" / "release_after_copy.py"
-    (tmp_path / "m.py").write_text(mutant.read_text())
-    verdict = runner.grade(EX.only("copies-minimal"), mutant.read_text(), "m.py", examples=20)
+    mutant = mutants.find(EX, "release_after_copy")
+    (tmp_path / "m.py").write_text(mutant.source())
+    verdict = runner.grade(EX.only("copies-minimal"), mutant.source(), "m.py", examples=20)
     (tmp_path / "repro.py").write_text(verdict.properties[0].script)
     done = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=30)

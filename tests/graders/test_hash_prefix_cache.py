@@ -1,6 +1,6 @@
 """hash-prefix-cache (q47): the reference passes; every mutant fails on the property it names;
-the vLLM-style cache fails only the property vLLM skips by design; the grader's hash is the
-one the child computes."""
+the vLLM-style cache fails only the property vLLM skips by design; keys are compared only for
+identity, so other hash designs pass."""
 
 import runpy
 import subprocess
@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 
 from graders import registry, runner
-from graders.exercise import mutant_property
-from graders.exercises.hash_prefix_cache import (COLLISIONS, DUPLICATES, EVICTION, WIDE,
-                                                 chain_hashes)
+from graders import mutants
+from graders.exercises.hash_prefix_cache import COLLISIONS, DUPLICATES, EVICTION, WIDE
 
 EX = registry.get("hash-prefix-cache")
-MUTANTS = EX.mutants()
+MUTANTS = mutants.catalogue(EX)
 REFERENCE = EX.reference
 
 
@@ -45,16 +44,16 @@ def test_reference_is_about_seventy_lines():
 
 def test_at_least_eight_mutants_cover_every_property():
     assert len(MUTANTS) >= 8
-    assert {mutant_property(m) for m in MUTANTS} == {p.name for p in EX.properties}
+    assert {m.property for m in MUTANTS} == {p.name for p in EX.properties}
 
 
-@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
 def test_mutant_fails_on_its_property(mutant):
-    expected = mutant_property(mutant)
-    verdict = runner.grade(EX.only(expected), mutant.read_text(), mutant.name)  # default count
+    expected = mutant.property
+    verdict = runner.grade(EX.only(expected), mutant.source(), mutant.name)  # default count
     result = verdict.result(expected)
     assert verdict.exit_status == 1
-    assert not result.passed, f"{mutant.stem} should fail {expected}"
+    assert not result.passed, f"{mutant.name} should fail {expected}"
     assert not result.reason.startswith(("not checked", "sandbox", "the submission's"))
     assert result.script.count("\n") < 45  # a short repro, not a dump
     assert "PrefixCache(" in result.script
@@ -62,19 +61,41 @@ def test_mutant_fails_on_its_property(mutant):
 
 def test_vllm_style_cache_fails_only_collisions():
     """The issue's claim: an engine that trusts its hash passes everything else."""
-    engine_fails_exactly((EX.home / "mutants" / "trusts_hash_like_vllm.py").read_text(),
+    engine_fails_exactly(mutants.find(EX, "trusts_hash_like_vllm").source(),
                          [COLLISIONS])
 
 
-def test_parent_and_child_compute_the_same_hash(tmp_path):
-    """The hash crosses the process boundary as a spec, so both sides must agree exactly."""
-    tokens, extra = [3, 1, 4, 1, 5, 9, 2], [7, 1]
-    script = ("import sys; sys.path.insert(0, '.'); from m import PrefixCache as P; "
-              f"c = P(4, 2, {WIDE}); print([h for h, _ in c.block_identities({tokens}, {extra})])")
-    (tmp_path / "m.py").write_text(REFERENCE.read_text())
-    child = subprocess.run([sys.executable, "-I", "-c", script], cwd=tmp_path,
-                           capture_output=True, text=True, timeout=30, env={})
-    assert child.stdout.strip() == str(chain_hashes(tokens, extra, 2, WIDE))
+def design(old: str, new: str) -> str:
+    """The reference with one design choice changed (the edit must apply exactly once)."""
+    source = REFERENCE.read_text()
+    assert source.count(old) == 1, old
+    return source.replace(old, new)
+
+
+SALT_IN_FIRST_BLOCK = design(
+    "block = (parent, tuple(tokens[end - size:end]), tuple(extra_keys))",
+    "block = (parent, tuple(tokens[end - size:end]), tuple(extra_keys) if end == size else ())")
+FNV_KEYS = design(   # a 64-bit FNV-1a of the block's repr: not Python's hash at all
+    "parent = hash(block) % self.hash_space",
+    "parent = __import__('functools').reduce(lambda h, c: ((h ^ c) * 1099511628211) % 2**64, "
+    "repr(block).encode(), 14695981039346656037) % self.hash_space")
+
+
+@pytest.mark.parametrize("source", [SALT_IN_FIRST_BLOCK, FNV_KEYS], ids=["salt-first-block", "fnv"])
+def test_keys_are_compared_only_for_identity(source):
+    """vLLM folds the cache salt into the first block only (the chain carries it on), and a
+    key may come from any function: both designs pass every property."""
+    verdict = runner.grade(EX, source, "design.py", examples=25)
+    assert verdict.passed, [(p.name, p.reason) for p in verdict.properties if not p.passed]
+
+
+def test_a_key_shared_by_different_prefixes_fails_chaining():
+    """Keys compared for identity still catch a hash that drops the parent, even when every
+    hit is verified against the prefix (so no wrong KV is ever served)."""
+    source = design("block = (parent, tuple(tokens[end - size:end]), tuple(extra_keys))",
+                    "block = (ROOT, tuple(tokens[end - size:end]), tuple(extra_keys))")
+    verdict = runner.grade(EX.only("chaining"), source, "no_parent.py", examples=40)
+    assert not verdict.passed and "different key" in verdict.properties[0].reason
 
 
 def test_two_prompts_share_block_3_only_with_blocks_0_to_2():
@@ -89,7 +110,7 @@ def test_two_prompts_share_block_3_only_with_blocks_0_to_2():
 
 
 def test_same_seed_same_verdict_and_repro():
-    source = (EX.home / "mutants" / "revived_block_loses_hash.py").read_text()
+    source = mutants.find(EX, "revived_block_loses_hash").source()
     a = runner.grade(EX.only("revival"), source, "m.py", seed=3, examples=20)
     b = runner.grade(EX.only("revival"), source, "m.py", seed=3, examples=20)
     assert [(p.passed, p.reason, p.script) for p in a.properties] == \
@@ -97,9 +118,9 @@ def test_same_seed_same_verdict_and_repro():
 
 
 def test_repro_script_runs_and_shows_the_bug(tmp_path):
-    mutant = EX.home / "mutants" / "revived_block_loses_hash.py"
-    (tmp_path / "m.py").write_text(mutant.read_text())
-    verdict = runner.grade(EX.only("revival"), mutant.read_text(), "m.py", examples=20)
+    mutant = mutants.find(EX, "revived_block_loses_hash")
+    (tmp_path / "m.py").write_text(mutant.source())
+    verdict = runner.grade(EX.only("revival"), mutant.source(), "m.py", examples=20)
     script = verdict.result("revival").script
     (tmp_path / "repro.py").write_text(script)
     done = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True,

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from graders import registry, runner
+from graders import mutants, registry, runner
 
 BUSY = 4
 
@@ -36,6 +36,6 @@ def test_reference_passes_and_mutant_fails_under_load(busy_machine):
     verdict = runner.grade(ex, ex.reference.read_text(), "reference.py", examples=25)
     assert verdict.passed, [(p.name, p.reason) for p in verdict.properties]
     assert all(p.examples >= runner.min_valid(25) for p in verdict.properties)
-    mutant = ex.home / "mutants" / "cow_copy_reversed.py"
+    mutant = mutants.find(ex, "cow_copy_reversed")
     result = runner.grade_mutant(ex, mutant, examples=25)
     assert result.failed and not result.reason.startswith(("sandbox", "not checked")), result

@@ -7,13 +7,13 @@ import sys
 import pytest
 
 from graders import registry, runner
-from graders.exercise import mutant_property
+from graders import mutants
 from graders.exercises.prefix_trie.model import TrieModel
 from solutions.prefix_trie import RadixCache
 
 EX = registry.get("prefix-trie")
 REFERENCE = EX.reference
-MUTANTS = EX.mutants()
+MUTANTS = mutants.catalogue(EX)
 
 
 def test_reference_passes_every_property():
@@ -30,16 +30,17 @@ def test_reference_is_about_a_hundred_lines():
 
 def test_at_least_eight_mutants_cover_every_property():
     assert len(MUTANTS) >= 8
-    assert {mutant_property(m) for m in MUTANTS} == {p.name for p in EX.properties}
+    assert {m.property for m in MUTANTS} == {p.name for p in EX.properties}
 
 
-@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
 def test_mutant_fails_on_its_property(mutant):
     """Whether a property fails is decided by the first failing example; shrinking it to a
     short repro is most of a failing grade's time, so this test skips it (the repro tests
     below keep it)."""
-    expected = mutant_property(mutant)
-    verdict = runner.grade(EX.only(expected), mutant.read_text(), mutant.name, examples=20, shrink=False)
+    expected = mutant.property
+    verdict = runner.grade(EX.only(expected), mutant.source(), mutant.name, examples=20,
+                           shrink=False)
     assert verdict.exit_status == 1
     result = verdict.result(expected)
     assert not result.passed and not result.reason.startswith("not checked"), result.reason
@@ -47,7 +48,7 @@ def test_mutant_fails_on_its_property(mutant):
 
 
 def test_same_seed_same_verdict_and_repro():
-    source = (EX.home / "mutants" / "evict_newest_first.py").read_text()
+    source = mutants.find(EX, "evict_newest_first").source()
     a = runner.grade(EX.only("lru-order"), source, "m.py", seed=7, examples=20)
     b = runner.grade(EX.only("lru-order"), source, "m.py", seed=7, examples=20)
     assert [(p.passed, p.reason, p.script) for p in a.properties] == \
@@ -55,9 +56,9 @@ def test_same_seed_same_verdict_and_repro():
 
 
 def test_repro_script_is_short_and_runs(tmp_path):
-    mutant = EX.home / "mutants" / "match_without_split.py"
-    (tmp_path / "m.py").write_text(mutant.read_text())
-    verdict = runner.grade(EX.only("split"), mutant.read_text(), "m.py", examples=20)
+    mutant = mutants.find(EX, "match_without_split")
+    (tmp_path / "m.py").write_text(mutant.source())
+    verdict = runner.grade(EX.only("split"), mutant.source(), "m.py", examples=20)
     script = verdict.result("split").script
     assert not verdict.passed and script.count("\n") < 45
     (tmp_path / "repro.py").write_text(script)
@@ -99,3 +100,14 @@ def test_default_count_benchmark(capsys):
         print(f"\n[benchmark] prefix-trie reference, {verdict.examples} examples x "
               f"{len(verdict.properties)} properties: {verdict.seconds:.1f} s")
     assert verdict.passed
+
+
+def test_handles_from_id_of_the_node_pass():
+    """Handles are ints of the candidate's choosing: id(node) differs in every run, and the
+    machine draws handles by the order it met their nodes, never by value, so it passes."""
+    source = REFERENCE.read_text()
+    old = "self.id, self.parent, self.tokens, self.slots = node_id, parent, tokens, slots"
+    assert source.count(old) == 1
+    source = source.replace(old, old.replace("= node_id,", "= id(self),"))
+    verdict = runner.grade(EX, source, "id_handles.py", examples=30)
+    assert verdict.passed, [(p.name, p.reason) for p in verdict.properties if not p.passed]

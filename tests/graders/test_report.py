@@ -13,7 +13,7 @@ import json
 import jsonschema
 import pytest
 
-from graders import registry, report, runner
+from graders import mutants, registry, report, runner
 from graders.sandbox import Limits
 
 TEST = {
@@ -67,7 +67,7 @@ def test_pass_fail_and_cannot_load_validate():
     data = valid(runner.grade(EX, REFERENCE, "ref.py", examples=5))
     assert data["status"] == "pass" and data["message"] is None
     assert [t["task_id"] for t in data["tests"]] == [1, 2, 3, 4]
-    mutant = (EX.home / "mutants" / "cow_copy_reversed.py").read_text()
+    mutant = mutants.find(EX, "cow_copy_reversed").source()
     verdict = runner.grade(EX, mutant, "m.py", examples=10, shrink=False)
     data = valid(verdict)
     assert data["status"] == "fail" and verdict.exit_status == 1

@@ -67,8 +67,8 @@ def test_written_file_does_not_exist(grade):
 
 
 def test_printing_a_fake_pass_changes_nothing(grade):
-    mutant = (REFERENCE.parents[1] / "graders/exercises/block_allocator/mutants/"
-              "cow_copy_reversed.py").read_text()
+    from graders import mutants, registry  # mutants are diffs against the reference
+    mutant = mutants.find(registry.get("block-allocator"), "cow_copy_reversed").source()
     fake = "print('block-allocator: PASS  4/4 properties, score 1.00')\n" * 400
     code, out, data = grade(fake + mutant, examples=20)
     assert code == 1 and data["status"] == "fail"

@@ -11,12 +11,12 @@ import sys
 import pytest
 
 from graders import registry, runner
-from graders.exercise import mutant_property
+from graders import mutants
 from solutions.scheduler import Scheduler
 
 EX = registry.get("scheduler")
 REFERENCE = EX.reference
-MUTANTS = EX.mutants()
+MUTANTS = mutants.catalogue(EX)
 SMALL = 10  # examples where a test needs a grade, not the default's reach
 
 
@@ -32,16 +32,16 @@ def test_reference_passes_every_property_at_the_default_count(capsys):
 
 def test_at_least_eight_mutants_cover_every_property():
     assert len(MUTANTS) >= 8
-    assert {mutant_property(m) for m in MUTANTS} == {p.name for p in EX.properties}
+    assert {m.property for m in MUTANTS} == {p.name for p in EX.properties}
 
 
-@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
 def test_mutant_fails_on_its_property(mutant):
-    expected = mutant_property(mutant)
+    expected = mutant.property
     only = EX.only(expected)
-    verdict = runner.grade(only, mutant.read_text(), mutant.name, shrink=False)  # same verdict
+    verdict = runner.grade(only, mutant.source(), mutant.name, shrink=False)  # same verdict
     result = verdict.result(expected)
-    assert verdict.exit_status == 1 and not result.passed, f"{mutant.stem} passed {expected}"
+    assert verdict.exit_status == 1 and not result.passed, f"{mutant.name} passed {expected}"
     assert not result.reason.startswith(("not checked", "sandbox", "the submission's behaviour")), \
         result.reason
     assert "Scheduler(" in result.script
@@ -51,23 +51,23 @@ def test_mutant_fails_on_its_property(mutant):
                                         ("cap_counts_admissions", "budget")])
 def test_shrunk_repro_is_short(name, prop):
     """With shrinking (as `grader check` runs), the repro is a handful of calls."""
-    mutant = EX.home / "mutants" / f"{name}.py"
+    mutant = mutants.find(EX, name)
     only = EX.only(prop)
-    result = runner.grade(only, mutant.read_text(), mutant.name).result(prop)
+    result = runner.grade(only, mutant.source(), mutant.name).result(prop)
     assert not result.passed and result.script.count("\n") < 30, result.script
 
 
 def test_one_mutant_fails_only_where_it_should():
     """A full grade of one mutant: the property it names fails, the unrelated ones pass."""
-    mutant = EX.home / "mutants" / "admits_after_preempting.py"
-    verdict = runner.grade(EX, mutant.read_text(), mutant.name, examples=5)
+    mutant = mutants.find(EX, "admits_after_preempting")
+    verdict = runner.grade(EX, mutant.source(), mutant.name, examples=8)
     failed = set(verdict.failed)  # unrelated ones pass, or are not checked (never failed)
     assert "resume-first" in failed
     assert {"budget", "kv-capacity", "one-queue", "no-lost-output"}.isdisjoint(failed), failed
 
 
 def test_same_seed_same_verdict_and_repro():
-    source = (EX.home / "mutants" / "oldest_preempted.py").read_text()
+    source = mutants.find(EX, "oldest_preempted").source()
     only = EX.only("victim-newest")
     a = runner.grade(only, source, "m.py", seed=7, examples=SMALL)
     b = runner.grade(only, source, "m.py", seed=7, examples=SMALL)
@@ -76,10 +76,10 @@ def test_same_seed_same_verdict_and_repro():
 
 
 def test_repro_script_runs_and_shows_the_bug(tmp_path):
-    mutant = EX.home / "mutants" / "budget_off_by_one.py"
-    (tmp_path / "m.py").write_text(mutant.read_text())
+    mutant = mutants.find(EX, "budget_off_by_one")
+    (tmp_path / "m.py").write_text(mutant.source())
     only = EX.only("budget")
-    verdict = runner.grade(only, mutant.read_text(), "m.py", examples=SMALL)
+    verdict = runner.grade(only, mutant.source(), "m.py", examples=SMALL)
     (tmp_path / "repro.py").write_text(verdict.properties[0].script)
     done = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=30)

@@ -3,6 +3,9 @@
 The model the machine keeps is just `refs` (block -> live references); every reply from
 the candidate's pool is checked against it, and each check is tagged with the property it
 belongs to. Block ids are the candidate's choice; the model only requires them to be free.
+The machine picks live blocks by their place in hand-out order, never by id, so a pool that
+hands out any free block (the lowest, the most recently freed, a random one) is driven
+through the same calls on every replay.
 """
 
 from __future__ import annotations
@@ -95,9 +98,10 @@ class PoolMachine(GradedMachine):
             self.share(list(self.refs))
 
     def pick(self, data) -> int:
-        """Mostly a live block (the interesting case); one time in four, any id at all."""
+        """Mostly a live block (the interesting case), chosen by its place in hand-out order
+        (`refs` keeps insertion order), not by id; one time in four, any id at all."""
         if self.refs and data.draw(st.integers(0, 3), label="live?"):
-            return data.draw(st.sampled_from(sorted(self.refs)), label="block")
+            return data.draw(st.sampled_from(list(self.refs)), label="block")
         return data.draw(st.integers(-1, self.total), label="block")
 
     def handed_out(self, prop: str, block, what: str) -> None:
@@ -204,8 +208,13 @@ class PoolMachine(GradedMachine):
     def pool_is_consistent(self):
         if not self.total:
             return
+        outside = (-1, self.total)  # Python's list[-1] would answer for the last block
         replies = self.query([("free_count", ())] +
-                             [("refcount", (b,)) for b in range(self.total)])
+                             [("refcount", (b,)) for b in range(self.total)] +
+                             [("refcount", (b,)) for b in outside])
+        for b, reply in zip(outside, replies[-2:]):
+            self.expect_raises(REFCOUNTS, reply, "ValueError", f"refcount({b}) (out of range)")
+        replies = replies[:-2]
         free = self.expect_int(CONSERVATION, replies[0], "free_count()")
         counts = [self.expect_int(REFCOUNTS, r, f"refcount({b})")
                   for b, r in enumerate(replies[1:])]

@@ -3,11 +3,13 @@
 The oracle knows what every physical block holds: the extra keys and the token prefix its KV
 was computed from (None when it holds no full block). Every hit the candidate returns is
 checked against that, so a hit that would serve KV of other tokens, another prefix or another
-adapter fails whatever the candidate's hash said. The hash itself crosses the process
-boundary as data: the constructor takes `hash_space` and the spec fixes the function
-(Python's built-in hash of an int tuple, the same in every process, reduced mod hash_space),
-so the parent computes the very values the child must use. `collisions` is graded with a
-hash_space of 1 to 3 values (collisions everywhere), every other property with 2**64 (none).
+adapter fails whatever the candidate's hash said. The block hash is the candidate's key, and
+is compared only for identity: equal prefixes (and extra keys) must give equal keys, different
+ones different keys, wherever the candidate folds its extra keys (vLLM folds the cache salt
+into the first block only). `collisions` is graded where hashes collide: a hash_space of 1 to
+3 values, or 2**64 with tokens -1 and -2 (CPython's hash(-1) == hash(-2), so a key built
+with the built-in hash collides however wide the space); every other property runs with
+2**64 and tokens 0 and 1, where a collision is not expected.
 """
 
 from __future__ import annotations
@@ -32,19 +34,26 @@ LAST_TOKEN = "last-token"
 ROOT = -1                # parent hash of a prompt's first block
 WIDE = 1 << 64           # a 64-bit hash space: collisions never happen in a test run
 NARROW = (1, 2, 3)       # collisions everywhere (1: a constant hash); `collisions` only
+TOKENS = (0, 1)          # a small alphabet: shared prefixes come early
+CLASHING = (-1, -2)      # hash(-1) == hash(-2): a built-in hash collides in any space
 EXTRA_CHOICES = ((), (), (7,), (7, 1))  # no extra keys, a LoRA id, a LoRA id and a salt
 
 SPEC = """\
 vLLM's automatic prefix caching keeps the KV of finished prompts in the block pool and
 hands it to later requests that start the same way. A prompt is cut into blocks of
-block_size tokens; a *full* block i is known by a chained hash
+block_size tokens; a *full* block i is known by a chained hash, for example
 
     h(i) = hash((h(i-1), tuple(its tokens), tuple(extra_keys))) % hash_space,  h(-1) = -1
 
-using Python's built-in hash (for a tuple of ints it is the same in every process). So block
+with Python's built-in hash (for a tuple of ints it is the same in every process). So block
 3 of two prompts can only share a hash if blocks 0-2 match too. extra_keys is a list of ints
-(a LoRA adapter id, a cache salt) and is part of every block's identity. Write one class,
-PrefixCache, about seventy lines of plain Python.
+(a LoRA adapter id, a cache salt) and is part of every block's identity. The function is
+yours: the grader compares keys only with each other, never with a value of its own. A key
+is an int in 0 .. hash_space-1; the same extra keys and tokens 0 .. end of the block always
+give the same key; with hash_space = 2**64 and tokens 0 and 1 (no collision expected), a
+different prefix or different extra keys give a different key. Fold the extra keys into
+every block, or into the first block only (vLLM folds the cache salt there; the chain
+carries it on): both pass. Write one class, PrefixCache, about seventy lines of plain Python.
 
   allocate(request_id, tokens, extra_keys) -> (block_table, num_cached_tokens)
       A new request. Match its full blocks from the first, stopping at the first miss. At
@@ -66,22 +75,28 @@ PrefixCache, about seventy lines of plain Python.
   free(request_id)    the request finished: drop its references, tail block first. A block
                       whose last reference goes joins the free pool and stays cached (still
                       hittable) until its memory is taken for something else.
-  block_hash(block)   h of the full prefix the block holds, or None (empty, partial, reused).
-  refcount(block)     running requests whose table holds the block.
+  block_hash(block)   the key of the full prefix the block holds, or None (empty, partial,
+                      reused); ValueError if block is not in 0 .. num_blocks-1.
+  refcount(block)     running requests whose table holds the block; ValueError if out of range.
   free_count()        blocks no running request holds, cached or not.
 
-To grade `collisions` the grader sets hash_space to 1, 2 or 3, so different prefixes share a
-hash all the time (every other property runs with hash_space = 2**64). A hit must still
-serve only KV computed from the same extra keys and the same tokens 0 .. end of the block (a
-hash match is a hint, not a proof), and a collision must not hide a block that does hold
-the prefix. Request ids are ints the grader never reuses while running;
-tokens is a non-empty list of ints. Return ints, None, lists or tuples: they are compared by
-type and value.
+To grade `collisions` the grader makes different prefixes share a key all the time: it sets
+hash_space to 1, 2 or 3, or keeps 2**64 and sends tokens -1 and -2 (in CPython hash(-1) ==
+hash(-2), so any key built with the built-in hash collides, however wide the space; a token
+may be any int). A hit must still serve only KV computed from the same extra keys and the
+same tokens 0 .. end of the block (a hash match is a hint, not a proof), and a collision
+must not hide a block that does hold the prefix: verify every hit, whatever hash_space is.
+Request ids are ints the grader never reuses while running; tokens is a non-empty list of
+ints. The grader never reads an argument after the call, but do not keep the caller's lists
+(copy what you store). Return ints, None, lists or tuples: they are compared by type and
+value.
 
 What real engines skip. vLLM v1 trusts the hash (SHA-256 by default) and never compares
-tokens on a hit. A cache that works the way its BlockPool does (mutants/
-trusts_hash_like_vllm.py) passes every property here except `collisions`, which vLLM skips
-by design. nano-vllm's BlockManager behind this interface (tests/graders/
+tokens on a hit. A cache that works the way its BlockPool does since vLLM PR 42656 (merged:
+blocks without a hash go to the front of the free queue, cached ones to the back; mutant
+trusts_hash_like_vllm) passes every property here except `collisions`, which vLLM skips by
+design. Before that PR, vLLM v1 kept one LRU free queue for every freed block and also
+fails `eviction-order` (the mutant one_free_queue). nano-vllm's BlockManager behind this interface (tests/graders/
 prefix_cache_nano_vllm_style.py) compares only the hit block's own tokens (fails
 `collisions`), keeps one block per hash (fails `duplicates`) and keeps one FIFO free list
 for empty and cached blocks alike (fails `eviction-order`).
@@ -96,7 +111,8 @@ How the interface maps onto vLLM v1 (vllm/v1/core):
   block_hash, refcount, free_count = KVCacheBlock.block_hash, .ref_cnt,
               BlockPool.get_num_free_blocks()
   the hash  = hash_block_tokens with caching_hash_fn = lambda key: hash(key) % hash_space and
-              NONE_HASH = -1
+              NONE_HASH = -1; generate_block_hash_extra_keys puts the LoRA id in every
+              block's extra keys and the cache salt in the first block's only
 """
 
 METHODS = (
@@ -110,18 +126,20 @@ METHODS = (
            "would hit now (the match allocate makes); changes nothing", "list[int]"),
     Method("free", ("request_id",), "drop the request's references, tail first; freed blocks "
            "stay cached until reused"),
-    Method("block_hash", ("block",), "chained hash of the full prefix the block holds, or None",
+    Method("block_hash", ("block",), "key of the full prefix the block holds (an int in "
+           "0..hash_space-1, equal for equal prefixes, different for different ones), or None",
            "int | None"),
     Method("refcount", ("block",), "running requests holding the block", "int"),
     Method("free_count", (), "blocks no running request holds", "int"),
 )
 
 PROPERTIES = (
-    Property(CHAINING, "block_hash is hash((parent hash, tokens, extra keys)) % hash_space from "
-             "-1; a hit at block i serves KV of this request's tokens 0..i, never the same "
-             "tokens after another prefix; matching stops only where the cache has no block"),
-    Property(EXTRA_KEYS, "requests whose extra keys differ never share a block, even with equal "
-             "tokens"),
+    Property(CHAINING, "block_hash is a key in 0..hash_space-1, equal for equal prefixes and "
+             "(no collision expected) different for different ones; a hit at block i serves KV "
+             "of this request's tokens 0..i, never the same tokens after another prefix; "
+             "matching stops only where the cache has no block"),
+    Property(EXTRA_KEYS, "requests whose extra keys differ never share a block or a key, even "
+             "with equal tokens"),
     Property(REVIVAL, "a freed block keeps its identity until reused: hit again it counts as "
               "cached (no recompute), keeps its hash, has one reference and leaves the free "
               "pool exactly once"),
@@ -134,15 +152,16 @@ PROPERTIES = (
              "hash is the new content's (or None)"),
     Property(DUPLICATES, "two blocks may hold the same prefix; each stays findable while it "
              "holds it, and reusing one leaves the other hittable"),
-    Property(COLLISIONS, "with hash_space 1 to 3, equal hashes never serve another prefix's KV "
-             "and never hide a block that holds the prefix"),
+    Property(COLLISIONS, "where keys collide (hash_space 1 to 3, or tokens -1 and -2), equal "
+             "keys never serve another prefix's KV and never hide a block that holds the prefix"),
     Property(LAST_TOKEN, "at least one prompt token is computed: a prompt of n tokens hits at "
              "most (n-1)//block_size whole blocks"),
 )
 
 
 def chain_hashes(tokens, extra, block_size, hash_space, root=ROOT) -> list[int]:
-    """The spec's hash of every full block of `tokens` (computed here exactly as in the child)."""
+    """The spec's example hash of every full block of `tokens` (the reference's; the grader
+    itself never computes a key, it compares the candidate's)."""
     out, parent = [], root
     for end in range(block_size, len(tokens) + 1, block_size):
         parent = hash((parent, tuple(tokens[end - block_size:end]), tuple(extra))) % hash_space
@@ -174,17 +193,10 @@ class CacheMachine(GradedMachine):
         self.running: dict[int, list[int]] = {}
         self.prompts: list[tuple[list[int], tuple]] = []
         self.next_id = 0
-        self._hashes: dict = {}
+        self.keys: dict = {}       # identity -> the key the candidate reported for it
+        self.owner: dict = {}      # key -> the identity it was reported for (no collisions)
 
     # the oracle's view ---------------------------------------------------------------------
-    def true_hash(self, identity, extra=None) -> int:
-        """The spec's hash of an identity's last block (optionally with other extra keys)."""
-        key = (identity, extra)
-        if key not in self._hashes:
-            keys = identity[0] if extra is None else extra
-            self._hashes[key] = chain_hashes(identity[1], keys, self.block_size,
-                                             self.hash_space)[-1]
-        return self._hashes[key]
 
     def holders(self, identity) -> list[int]:
         return [b for b in range(self.total) if self.holds[b] == identity]
@@ -195,11 +207,13 @@ class CacheMachine(GradedMachine):
     @initialize(num_blocks=st.integers(2, 6), block_size=st.sampled_from([2, 1, 3]),
                 data=st.data())
     def create(self, num_blocks, block_size, data):
-        """`collisions` is graded in a hash space of 1-3 values, where a hit's hash says next
-        to nothing; every other property in 64 bits, where a wrong hit has only one cause."""
-        self.narrow = self.focus == COLLISIONS
-        hash_space = (data.draw(st.sampled_from(NARROW), label="hash_space") if self.narrow
-                      else WIDE)
+        """`collisions` is graded where keys collide: a hash space of 1-3 values, or 64 bits
+        with tokens -1 and -2; every other property in 64 bits with tokens 0 and 1, where a
+        wrong hit or a shared key has only one cause."""
+        self.narrow = self.focus == COLLISIONS   # keys collide: only a prefix check saves a hit
+        hash_space = (data.draw(st.sampled_from(NARROW + (WIDE,)), label="hash_space")
+                      if self.narrow else WIDE)
+        self.alphabet = CLASHING if self.narrow and hash_space == WIDE else TOKENS
         self.total, self.block_size, self.hash_space = num_blocks, block_size, hash_space
         self.refs = [0] * num_blocks
         self.holds = [None] * num_blocks
@@ -214,7 +228,8 @@ class CacheMachine(GradedMachine):
         self.probed = list(self.chains)
         return ([("free_count", ())] +
                 [(m, (b,)) for b in range(self.total) for m in ("refcount", "block_hash")] +
-                [("lookup", (list(tokens) + [0], list(extra))) for extra, tokens in self.probed])
+                [("lookup", (list(tokens) + [0], list(extra))) for extra, tokens in self.probed] +
+                [("refcount", (-1,)), ("block_hash", (self.total,))])  # out of range
 
     def act(self, method: str, *args):
         """One round trip: the action, then every read of the state after it."""
@@ -246,7 +261,8 @@ class CacheMachine(GradedMachine):
         room = max(min(self.total * self.block_size + 1 - len(base), 2 * self.block_size + 1),
                    0 if base else 1)
         size = data.draw(st.integers(0 if base else 1, room), label="new tokens")
-        tail = data.draw(st.lists(st.integers(0, 1), min_size=size, max_size=size), label="tail")
+        tail = data.draw(st.lists(st.sampled_from(self.alphabet), min_size=size, max_size=size),
+                         label="tail")
         if extra is None or data.draw(st.booleans(), label="new extra keys?"):
             extra = data.draw(st.sampled_from(EXTRA_CHOICES), label="extra")
         return base + tail, extra
@@ -356,8 +372,9 @@ class CacheMachine(GradedMachine):
             prop = CHAINING
         past = (" (it held that prefix before its memory was reused)"
                 if identity in self.history[block] else "")
-        collide = (f"; both hash to {self.true_hash(identity)} mod {self.hash_space}"
-                   if held is not None and self.true_hash(held) == self.true_hash(identity)
+        key = self.keys.get(identity)
+        collide = (f"; both have key {key} (hash_space {self.hash_space})"
+                   if held is not None and key is not None and self.keys.get(held) == key
                    else "")
         self.check(prop, False, f"{what} hit block {block} for block {i}, which needs KV of "
                    f"{_show(identity)}, but block {block} holds {_show(held)}{past}{collide}: "
@@ -436,8 +453,8 @@ class CacheMachine(GradedMachine):
             count, got = state[1 + 2 * block], state[2 + 2 * block]
             self.check(REVIVAL, count.value == 1,
                        f"revived block {block} has refcount {count.show()}, expected 1")
-            want = self.true_hash(self.holds[block])
-            self.check(REVIVAL, got.value == want,
+            want = self.keys.get(self.holds[block])
+            self.check(REVIVAL, want is None or got.value == want,
                        f"revived block {block} reports block_hash {got.show()}, expected "
                        f"{want}: a revived block keeps its identity")
 
@@ -475,34 +492,57 @@ class CacheMachine(GradedMachine):
                    "no running request")
         for b in range(self.total):
             self.check_hash(b, replies[2 + 2 * b])
-        self.check_lookups(replies[1 + 2 * self.total:])
+        self.check_lookups(replies[1 + 2 * self.total:-2])
+        for (method, block), reply in zip((("refcount", -1), ("block_hash", self.total)),
+                                          replies[-2:]):
+            self.expect_raises(CONSERVATION, reply, "ValueError",
+                               f"{method}({block}) (out of range)")
 
     def check_hash(self, block, reply):
+        """Keys compared only for identity: None for no full prefix; an int in range for one,
+        the same for the same prefix every time, and (no collisions expected) never the key
+        of another prefix."""
         identity = self.holds[block]
-        want = None if identity is None else self.true_hash(identity)
         got = reply.value
-        if reply.raised is None and got == want and type(got) is type(want):
-            return
-        old = {self.true_hash(h) for h in self.history[block] if h != identity}
+        shown = reply.show() if reply.raised else "is " + reply.show()
+        old = {self.keys.get(h) for h in self.history[block] if h != identity} - {None}
         if reply.raised or not (got is None or type(got) is int):
-            prop = CHAINING
-        elif identity is None:
-            prop = STALE if got in old else CHAINING
-        elif got is None:
+            self.check(CHAINING, False, f"block_hash({block}) {shown}, expected an int or None")
+        if identity is None:
+            self.check(STALE if got in old else CHAINING, got is None,
+                       f"block_hash({block}) {shown}, but block {block} holds "
+                       f"{_show(identity)}: expected None"
+                       + (" (that is the key of what it held before its memory was reused)"
+                          if got in old else ""))
+            return
+        if got is None:
             prop = (REVIVAL if block in self.revived or not self.refs[block] else
                     DUPLICATES if identity in self.duplicated else CHAINING)
-        elif self.narrow:
-            prop = COLLISIONS  # a candidate's own hash would make collisions untestable
-        elif identity[0] and got == self.true_hash(identity, extra=()):
-            prop = EXTRA_KEYS
-        elif got in old:
+            self.check(prop, False, f"block_hash({block}) is None, but block {block} holds "
+                       f"{_show(identity)}: expected its key")
+        self.check(CHAINING, 0 <= got < self.hash_space,
+                   f"block_hash({block}) is {got}, outside 0..hash_space-1 "
+                   f"(hash_space {self.hash_space})")
+        known = self.keys.setdefault(identity, got)
+        self.check(CHAINING, got == known,
+                   f"block_hash({block}) is {got}, but {_show(identity)} had key {known} "
+                   "before: the same prefix must always get the same key")
+        if self.narrow:
+            return  # keys collide by design here; a prefix check must do the rest
+        other = self.owner.setdefault(got, identity)
+        if other == identity:
+            return
+        if got in old:
             prop = STALE
+        elif other[1] == identity[1]:
+            prop = EXTRA_KEYS
         else:
             prop = CHAINING
-        shown = reply.show() if reply.raised else "is " + reply.show()
-        self.check(prop, False, f"block_hash({block}) {shown}, but block {block} holds "
-                   f"{_show(identity)}: expected {want}")
-
+        self.check(prop, False, f"block_hash({block}) is {got}, the key of {_show(other)}, but "
+                   f"block {block} holds {_show(identity)}: a different prefix (or different "
+                   "extra keys) must get a different key"
+                   + (" (that key is what the block held before its memory was reused)"
+                      if prop == STALE else ""))
 
 EXERCISE = Exercise(
     name="hash-prefix-cache",

@@ -58,13 +58,21 @@ request decodes one token per step. Every request fits the pool alone
         resumes where it stopped, taking GPU blocks again for what it had computed).
   add_request(request_id, prompt_len, max_tokens)   a request arrives and joins waiting.
   schedule() -> {"prefill": [[id, tokens], ...], "decode": [id, ...], "preempted": [id, ...]}
-        plan one step and reserve its KV. "decode": requests with all known tokens computed
-        but one (they compute exactly one); "prefill": every other scheduled request and its
-        chunk; "preempted": the requests this step evicted. Nothing to do: empty lists.
+        plan one step and reserve its KV. "decode": requests that have sampled at least one
+        token and have every known token computed but the last sampled one (they compute
+        exactly that one); "prefill": every other scheduled request and its chunk, including
+        a fresh 1-token prompt and the re-prefill of a request preempted for recompute (until
+        only its last sampled token is left); "preempted": the requests this step evicted.
+        Nothing to do: empty lists.
   update(eos) -> [id, ...]   the step ran; `eos` lists the requests whose sampled token was
         end-of-sequence. Finish those and any that reached max_tokens (free their blocks; they
-        leave every queue) and return the ids that finished, sorted.
-  queues() -> {"waiting": [...], "running": [...], "swapped": [...]}   ids in queue order.
+        leave every queue) and return the ids that finished, sorted (ascending).
+  queues() -> {"waiting": [...], "running": [...], "swapped": [...]}   ids in queue order:
+        running oldest admission first; in waiting, requests never admitted stand behind
+        every request admitted before, in arrival order. A request whose prefill is under
+        way (admitted, holding blocks, not yet sampled since) may be listed in running or,
+        as nano-vllm keeps it, at the head of waiting; the grader counts its blocks either way.
+        Swapped requests wait in arrival order, the order they resume in.
 
 The order of the loops is the exercise. Serve running requests first, oldest first; a chunk
 takes what the request needs, up to the budget left. When the pool cannot hold a request's
@@ -103,8 +111,10 @@ PROPERTIES = (
     Property(KV, "the KV the running requests hold (ceil(computed / block_size) blocks each) "
              "fits in num_blocks after every step"),
     Property(ONE_QUEUE, "every unfinished request is in exactly one queue, the one its history "
-             "says, a finished one in none; a plan names each unfinished request at most once "
-             "and preempts only running ones"),
+             "says (mid-prefill: running or waiting), a finished one in none; running lists "
+             "oldest admission first, never-admitted requests wait in arrival order behind the "
+             "rest, swapped ones in arrival order; a plan names each unfinished request at most once and preempts only "
+             "running ones"),
     Property(DECODES_FIRST, "a step that admits or resumes a request has scheduled every request "
              "that was already running"),
     Property(RESUME_FIRST, "a step that preempts admits nobody; no new request is admitted while "
@@ -131,7 +141,9 @@ def requests(room: int) -> st.SearchStrategy:
     def request(draw):
         peak = draw(st.one_of(st.integers(room // 2 + 1, room), st.integers(1, max(1, room // 4)),
                               st.integers(1, room)))
-        max_tokens = draw(st.integers(1, min(8, peak)))
+        # half decode-heavy (a short prompt, all the rest output): such requests grow together,
+        # so swap-mode runs reach two victims at once and resumes while others still run
+        max_tokens = draw(st.one_of(st.integers(1, min(8, peak)), st.just(min(8, peak))))
         eos_at = draw(st.one_of(st.just(0), st.integers(0, max_tokens - 1)))
         return peak - max_tokens + 1, max_tokens, eos_at
     return request()
@@ -390,9 +402,9 @@ class EngineMachine(GradedMachine):
         self.check(self.focus, type(got) is list and all(type(i) is int for i in got),
                    f"update({eos}) {update.show() if update.raised else 'returned ' + update.show()}"
                    ", expected a list of request ids")
-        self.check(NO_LOST_OUTPUT, sorted(got) == finished,
+        self.check(NO_LOST_OUTPUT, got == finished,
                    f"update({eos}) returned {got}, but {finished or 'none'} finished "
-                   f"({self.why_finished(sampled)})")
+                   f"({self.why_finished(sampled)}; ids sorted ascending)")
         self.check_queues(queues, scheduled)
 
     def why_finished(self, sampled) -> str:
@@ -419,10 +431,26 @@ class EngineMachine(GradedMachine):
             found = next((q for q, ids in queues.items() if r.id in ids), None)
             why = {WAITING: "it was never admitted", PREEMPTED: "it was preempted for recompute",
                    SWAPPED: "it was swapped out", RUNNING: "it was admitted and not preempted"}
-            self.check(ONE_QUEUE, found == want,
+            prefilling = r.status == RUNNING and not r.decoding  # nano-vllm keeps it waiting
+            self.check(ONE_QUEUE, found == want or (prefilling and found == "waiting"),
                        f"request {r.id} should be in {want} ({why[r.status]}"
                        f"{', scheduled this step' if r.id in scheduled else ''}) but queues() has it "
                        f"in {found or 'no queue'}: {queues}")
+        running = [i for i in queues["running"] if i in self.reqs]
+        by_admission = sorted(running, key=lambda i: self.reqs[i].admitted)
+        self.check(ONE_QUEUE, running == by_admission,
+                   f"queues() lists running as {queues['running']}, but in admission order "
+                   f"(oldest first, the newest is the next victim) it is {by_admission}")
+        waiting = [i for i in queues["waiting"] if i in self.reqs]
+        fresh = [i for i in waiting if self.reqs[i].status == WAITING]
+        order = [i for i in waiting if self.reqs[i].status != WAITING] + sorted(fresh)
+        self.check(ONE_QUEUE, waiting == order,
+                   f"queues() lists waiting as {queues['waiting']}: requests never admitted "
+                   f"wait in arrival order behind every request admitted before ({order})")
+        swapped = [i for i in queues["swapped"] if i in self.reqs]
+        self.check(ONE_QUEUE, swapped == sorted(swapped),
+                   f"queues() lists swapped as {queues['swapped']}: swapped requests wait in "
+                   f"arrival order, the order they resume in ({sorted(swapped)})")
 
     def batch(self, calls):
         """Calls in one round trip; actions stay in the repro, read-only ones are queries."""

@@ -1,0 +1,124 @@
+"""What `StepModel.of` assumes when you name only a model and a GPU: the kernel fit, the
+tensor-parallel link as an all-reduce sees it, and the per-step time outside kernels.
+
+Each default is a measurement or a fit on one, with its source; docs/fidelity.ipynb tests them
+on measurements they were not fitted on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solutions import calibration as cal
+from solutions.calibration import A100_FIT
+from solutions.hardware import GPU
+from solutions.roofline import Efficiency
+from solutions.step_model import (ELEMENTWISE_PER_LAYER, GEMMS_PER_LAYER, Interconnect, KernelFit,
+                                  elementwise_layer_cost, gemm_layer_cost)
+
+# Per-step time outside the kernels of a CUDA-graph engine: scheduling the step, preparing its
+# inputs, sampling and the gaps between graph launches. Fitted (solutions.fidelity.fit_overheads) on
+# ONE published run, vLLM v0.11.0 serving Qwen3-8B on one H100 at concurrency 1 (median TPOT
+# 7.22 ms; solutions/fidelity_serving.py, FIT_RUN): what is left of TPOT after the step model's
+# kernels. It is small because vLLM v1 overlaps most CPU work with the GPU (vllm-project.github.io
+# _posts/2025-01-24-v1.md, "Optimized Execution Loop") and because it also absorbs what the kernel
+# floors, fitted on eager-mode profiles, overstate under CUDA graphs. docs/fidelity.ipynb tests it
+# on the other published runs.
+STEP_OVERHEAD_S = 0.18e-3
+
+# Time a request spends in the serving stack outside the engine's steps, paid once before its first
+# token: the HTTP request, the chat template, tokenising the prompt, handing it to the engine core,
+# detokenising and streaming the first token back. vLLM v1 runs these in the API-server process, off
+# the engine's busy loop (same post, "Optimized Execution Loop & API Server"), so they add to TTFT
+# but do not slow the steps. Fitted on the same one run (median TTFT 60.4 ms, of which the
+# simulator's prefill is ~8 ms): a `vllm serve` chat endpoint, measured by `vllm bench serve` on
+# the same host. The same lab's SGLang run of that benchmark has a 27 ms median TTFT, prefill
+# included, so it is an engine and front-end property, not physics.
+SERVING_STACK_S = 52e-3
+
+# Measured all-reduce latency of vLLM's custom all-reduce (bf16, no CUDA graph), message bytes -> us.
+# H100, TP 8: sgl-project/sglang PR 2904 ("optimize custom allreduce kernel"), table "vllm".
+# A100, TP 4: sgl-project/sglang PR 2688 ("Support twoshot kernel"), "vllm time" column.
+ALLREDUCE_MEASURED_US = {
+    "H100 TP8 (sglang PR 2904)": {512: 10.1, 4096: 9.3, 32768: 11.8, 262144: 24.1, 524288: 30.4, 1048576: 45.0},
+    "A100 TP4 (sglang PR 2688)": {512: 13.5, 4096: 12.1, 32768: 13.5, 262144: 23.9, 524288: 31.3, 1048576: 47.1},
+}
+ALLREDUCE_GPUS = {"H100 TP8 (sglang PR 2904)": 8, "A100 TP4 (sglang PR 2688)": 4}
+
+
+# Large messages (prefill: thousands of tokens x hidden x 2 bytes) go over NCCL's ring, which reaches
+# about 370 GB/s of bus bandwidth on H100 NVLink against a 450 GB/s line rate ("with the protocol
+# overhead (~20%) NCCL can get an effective NVLink bandwidth of 370GB/s": NCCL maintainer,
+# NVIDIA/nccl-tests issue 212). The same 0.82 of the line rate is ASSUMED for the A100's NVLink 3.
+NCCL_RING_FRACTION_OF_NVLINK = 370 / 450
+
+
+def fit_interconnect(measured_us: dict[int, float], gpus: int, source: str,
+                     large_bus_bytes_per_s: float | None = None) -> Interconnect:
+    """Least-squares line through measured (message bytes, microseconds): the intercept is the
+    latency, the slope the ring's bus bandwidth (time = latency + 2 (n-1)/n x bytes / bus)."""
+    m = np.array(list(measured_us), dtype=float)
+    t = np.array(list(measured_us.values())) * 1e-6
+    slope, intercept = np.polyfit(2 * (gpus - 1) / gpus * m, t, 1)
+    return Interconnect(latency_s=float(intercept), bus_bytes_per_s=float(1 / slope), source=source,
+                        large_bus_bytes_per_s=large_bus_bytes_per_s)
+
+
+HOPPER_NVLINK = fit_interconnect(ALLREDUCE_MEASURED_US["H100 TP8 (sglang PR 2904)"], 8,
+                                 "fit to vLLM custom all-reduce on 8x H100 (sglang PR 2904 table), "
+                                 "messages 512 B - 1 MiB; large messages at NCCL's ring bandwidth",
+                                 NCCL_RING_FRACTION_OF_NVLINK * 450e9)
+AMPERE_NVLINK = fit_interconnect(ALLREDUCE_MEASURED_US["A100 TP4 (sglang PR 2688)"], 4,
+                                 "fit to vLLM custom all-reduce on 4x A100 (sglang PR 2688 table), "
+                                 "messages 512 B - 1 MiB; large messages at NCCL's ring bandwidth (assumed "
+                                 "the H100's fraction of line rate)",
+                                 NCCL_RING_FRACTION_OF_NVLINK * 300e9)
+
+
+def interconnect(gpu: GPU) -> Interconnect | None:
+    """The all-reduce link for `gpu`'s generation; None where the kit has no measurement (PCIe
+    cards), so a tensor-parallel StepModel on them must be given one explicitly."""
+    if gpu.nvlink_bidir_gb_s is None or "PCIe" in gpu.name:
+        return None
+    return AMPERE_NVLINK if gpu.name.startswith("A100") else HOPPER_NVLINK
+
+
+# ---- kernel fits ------------------------------------------------------------------------------
+# Hopper: the same least-squares fit as `calibration.fit_a100`, on Vidur's H100 profiles
+# (solutions/fidelity_h100.py), priced on the H100 SXM. Fitted on three layer shapes; Llama-2-70B
+# (the layer shape of the kit's Llama 3.x 70B) and InternLM-20B are held out and tested in
+# docs/fidelity.ipynb. There is no H100 attention profile in the store, so attention keeps the
+# A100 fractions: an assumption, tested only end to end.
+H100_HELD_OUT_MODELS = ("meta-llama/Llama-2-70b-hf", "internlm/internlm-20b")
+
+HOPPER_FIT = KernelFit(
+    gemm=Efficiency(compute=0.68, memory=0.91, overhead_s=5.5e-6),
+    attention=A100_FIT.attention,
+    elementwise=Efficiency(compute=1.0, memory=0.66, overhead_s=3.5e-6),
+    source="fit_h100(): least squares in log time on Vidur's H100 profiles (solutions/fidelity_h100.py), "
+    "GEMMs and elementwise kernels of Llama-2-7B, CodeLlama-34B, Qwen-72B at TP 1-8 priced on the H100 SXM; "
+    "attention (not profiled on H100) keeps A100_FIT's fractions",
+)
+
+
+def fit_h100() -> KernelFit:
+    """Re-derive `HOPPER_FIT` from the training split of solutions/fidelity_h100.py."""
+    from solutions import fidelity_h100 as data
+    from solutions.hardware import H100_SXM
+
+    train = [r for r in data.LINEAR if r.model not in H100_HELD_OUT_MODELS]
+    gemm = cal.fit_efficiency([gemm_layer_cost(cal.profiled_model(r.shape), r.num_tokens, r.tp) for r in train],
+                              [r.linear_total_ms * 1e-3 for r in train], GEMMS_PER_LAYER,
+                              cal.FRACTIONS, cal.FRACTIONS, cal.FLOORS_S, H100_SXM)
+    elementwise = cal.fit_efficiency(
+        [elementwise_layer_cost(cal.profiled_model(r.shape), r.num_tokens, r.tp) for r in train],
+        [cal._elementwise_ms(r) * 1e-3 for r in train], ELEMENTWISE_PER_LAYER, [1.0], cal.FRACTIONS,
+        cal.FLOORS_S, H100_SXM)
+    return KernelFit(gemm, A100_FIT.attention, elementwise, HOPPER_FIT.source)
+
+
+def kernel_fit(gpu: GPU) -> KernelFit:
+    """Fractions of peak per kernel class: fitted on H100 kernels for Hopper (H100, H200), on
+    A100 kernels for every other GPU. Carrying a fit to a GPU it was not measured on (H200, H100
+    PCIe, B200, L40S) is an assumption that docs/fidelity.ipynb names."""
+    return HOPPER_FIT if gpu.name.startswith(("H100", "H200")) else A100_FIT

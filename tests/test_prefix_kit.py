@@ -1,0 +1,97 @@
+"""The prefix-caching kit: chat traces keep the shape a prefix cache feeds on, and the
+eviction-order simulator agrees with the q47 reference and keeps (or breaks) the chain
+invariant as its order says."""
+
+import pytest
+
+from solutions.chat_trace import ChatTraceSpec, chat_trace
+from solutions.eviction_order import ChainPool
+from solutions.hash_prefix_cache import PrefixCache
+
+SMALL = ChatTraceSpec(conversations=40, concurrency=8, system_tokens=64, system_prompts=2, seed=3)
+
+
+def test_a_trace_is_a_function_of_its_spec():
+    assert chat_trace(SMALL) == chat_trace(SMALL)
+    assert chat_trace(SMALL) != chat_trace(ChatTraceSpec(**{**SMALL.__dict__, "seed": 4}))
+
+
+def test_each_turn_carries_the_whole_conversation_so_far():
+    trace = chat_trace(SMALL)
+    last = {}
+    for turn in trace:
+        if turn.conversation in last:
+            before = last[turn.conversation]
+            assert turn.turn == before.turn + 1
+            assert turn.prompt[:len(before.prompt) + len(before.answer)] == before.prompt + before.answer
+        else:
+            assert turn.turn == 0
+        last[turn.conversation] = turn
+    assert len(last) == SMALL.conversations
+
+
+@pytest.mark.parametrize("field,value", [("conversations", 0), ("concurrency", -1),
+                                         ("system_tokens", 1.5), ("mean_turns", 0.5)])
+def test_bad_specs_are_refused_by_name(field, value):
+    with pytest.raises(ValueError, match=field):
+        ChatTraceSpec(**{**SMALL.__dict__, field: value})
+
+
+def test_tail_first_replays_like_the_q47_reference():
+    reference = PrefixCache(num_blocks=400, block_size=16, hash_space=2**64)
+    pool = ChainPool(num_blocks=400, block_size=16, order="tail-first")
+    for i, r in enumerate(chat_trace(SMALL)):
+        expected = len(reference.lookup(r.prompt, [])) * 16
+        reference.allocate(i, r.prompt + r.answer, [])
+        reference.free(i)
+        assert pool.serve(r.prompt, r.answer) == expected
+        assert pool.stranded_blocks() == 0
+
+
+def test_head_first_strands_the_tail_of_an_evicted_head():
+    pool = ChainPool(num_blocks=5, block_size=16, order="head-first")
+    pool.serve(tuple(range(64)), (7,))
+    pool.serve(tuple(range(1000, 1032)), (7,))
+    assert pool.stranded_blocks() == 2
+    assert pool.serve(tuple(range(64)), (7,)) == 0
+
+
+def test_random_order_strands_under_pressure_and_a_request_too_big_is_refused():
+    pool = ChainPool(num_blocks=400, block_size=16, order="random", seed=1)
+    peak = 0
+    for r in chat_trace(SMALL):
+        pool.serve(r.prompt, r.answer)
+        peak = max(peak, pool.stranded_blocks())
+    assert peak > 0
+    with pytest.raises(ValueError, match="cannot hold"):
+        ChainPool(num_blocks=2, block_size=16).serve(tuple(range(64)), ())
+    with pytest.raises(ValueError, match="order"):
+        ChainPool(num_blocks=2, block_size=16, order="lifo")
+
+
+def test_prefix_boundary_counts_whole_blocks_before_the_first_difference():
+    from solutions.prefix_check import prefix_boundary
+    a = list(range(100))
+    b = a[:37] + [-1] + a[38:]
+    boundary = prefix_boundary(a, b, block_size=16)
+    assert (boundary.first_difference, boundary.reusable_blocks, boundary.lost_to_partial_block) == (37, 2, 5)
+    same = prefix_boundary(a, a[:50])
+    assert same.first_difference is None and same.reusable_tokens == 48
+    with pytest.raises(ValueError, match="block_size"):
+        prefix_boundary(a, b, block_size=0)
+
+
+def test_merge_at_join_finds_a_tokenizer_that_merges_across_the_join():
+    from solutions.prefix_check import merge_at_join
+
+    def pairs(text):      # a toy tokenizer that merges "ab" into one id
+        out, i = [], 0
+        while i < len(text):
+            if text[i:i + 2] == "ab":
+                out.append(1000); i += 2
+            else:
+                out.append(ord(text[i])); i += 1
+        return out
+
+    assert merge_at_join(pairs, "xxa", "bxx").first_difference == 2
+    assert merge_at_join(pairs, "xxa", "cxx").first_difference is None
