@@ -1,3 +1,3 @@
 """Graders: run a candidate's class in a sandbox and check it with property tests."""
 
-__version__ = "0.1.0"
+from graders.version import __version__  # noqa: F401

@@ -2,12 +2,21 @@
 
 The parent runs this source with ``python -I -S -B -c`` (no site-packages, no project on
 sys.path, no bytecode written), with resource limits; when the parent is root it drops to
-a throwaway unprivileged uid before touching the submission. Everything this loop needs
-is imported *before* the audit hook is installed. After that
-the submission can import only the standard library and cannot start processes, signal
-anyone, open sockets, load C code, walk frames, or open any file except the standard
-library's own sources for reading. Audit hooks cannot be removed, and this one keeps its
-policy in closure constants with no name left pointing at it.
+a throwaway unprivileged uid before touching the submission. The interpreter may live where
+that uid cannot read (e.g. under /root), so the standard library's directories are opened
+first, while still root, and imports go through those open directories (/proc/self/fd/N):
+the whole standard library imports, and nothing else does.
+
+Then an audit hook is installed. From there on the submission can import only the standard
+library and cannot start processes, signal anyone, open sockets, load C code, trace, or open
+any file except the standard library's own sources, for reading, by an exact str or bytes
+path. Audit hooks cannot be removed. This one is written to survive a submission that walks
+frames into it: it keeps no mutable state, calls no Python code it was given (every argument
+is checked by exact type first), and binds every builtin it uses at creation.
+
+A refused operation is reported twice, so the report cannot be erased: at once, as a line on
+the reply pipe, and as an irrevocable mark the parent reads from /proc (the hard limit of
+RLIMIT_MSGQUEUE, which an unprivileged process can lower but never raise, drops to 0).
 
 Protocol: one JSON object per line, requests on fd REQ, replies on fd REP. Nothing here
 decides a verdict: the parent checks every reply's shape, type and value.
@@ -16,67 +25,137 @@ decides a verdict: the parent checks every reply's shape, type and value.
 import builtins
 import inspect
 import json
+import linecache
 import os
+import resource
 import sys
 import traceback
 
 REQ, REP, UID = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-# The interpreter may live where the sandbox uid cannot read (e.g. under /root), so the
-# modules a small data-structure class may want are imported while we are still root.
-PRELOAD = ("__future__", "abc", "array", "bisect", "collections", "collections.abc", "copy",
-           "dataclasses", "enum", "functools", "heapq", "itertools", "math", "operator",
-           "random", "re", "statistics", "string", "types", "typing", "weakref")
-VIOLATIONS = []  # reported to the parent with every reply
+FLAG = resource.RLIMIT_MSGQUEUE  # the parent sets it; at 0 a violation happened
 
 
 class SandboxViolation(PermissionError):
     """Raised inside the submission when it tries something the sandbox forbids."""
 
 
-def _make_hook(record):
-    stdlib = tuple(os.path.realpath(p) + os.sep
-                   for p in {sys.base_prefix, sys.base_exec_prefix})
+def _make_hook(aliases, flag, setrlimit, write, rep, lstat, readlink, stat):
+    """The audit hook. Everything it uses is bound here, as closure constants. `aliases`
+    pairs each stdlib directory (real path, with a trailing /) with the /proc/self/fd path
+    the throwaway uid reaches it by."""
+    prefixes = tuple(real for real, _ in aliases)
     modules = frozenset(("solutions", "graders", "subprocess", "multiprocessing", "socket",
-                         "_socket", "ssl", "ctypes", "_ctypes", "pty", "signal", "_signal",
-                         "_posixsubprocess", "gc", "resource", "fcntl", "mmap", "asyncio"))
+                         "_socket", "ssl", "_ssl", "ctypes", "_ctypes", "pty", "signal", "_signal",
+                         "_posixsubprocess", "gc", "resource", "fcntl", "mmap", "asyncio",
+                         "_testcapi", "_testinternalcapi", "_xxsubinterpreters", "faulthandler",
+                         "_tracemalloc", "tracemalloc"))
     events = ("os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
               "os.kill", "os.killpg", "os.setsid", "os.putenv", "os.unsetenv", "os.remove",
               "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.link",
               "os.symlink", "os.truncate", "os.utime", "os.chdir", "os.mkfifo", "os.mknod",
-              "os.setxattr", "os.removexattr", "subprocess.", "socket.", "ctypes.", "pty.",
-              "shutil.", "sys._getframe", "sys._current_frames", "sys.setprofile",
-              "sys.settrace", "resource.", "fcntl.", "mmap.",
-              "gc.", "cpython.", "winreg.", "code.__new__")
-    guarded = frozenset(("__code__", "__defaults__", "__kwdefaults__", "__globals__"))
+              "os.setxattr", "os.removexattr", "os.chflags", "os.lchflags", "subprocess.",
+              "socket.", "ctypes.", "pty.", "shutil.", "sys._current_frames",
+              "sys.setprofile", "sys.settrace", "resource.", "fcntl.", "mmap.", "gc.",
+              "winreg.", "code.__new__", "signal.", "os.setpgid", "os.setuid",
+              "os.setgid", "os.setreuid")
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-    realpath, fsdecode = os.path.realpath, os.fsdecode
+    fsencoding = sys.getfilesystemencoding()
+    str_, bytes_, int_, type_, len_, oserror = str, bytes, int, type, len, OSError
+    violation = SandboxViolation
+    link_bits, dir_bits = 0o120000, 0o040000
 
-    def refuse(what):
-        record.append(what)
-        raise SandboxViolation("forbidden in the grader sandbox: " + what)
+    def resolve(path, lstat, readlink, oserror, link_bits, aliases):
+        """realpath without Python-level helpers: absolute `path` with symlinks resolved.
+        Inside a stdlib directory it looks through the alias, as the kernel will."""
+        todo = path.split("/")[::-1]
+        done = []
+        hops = 0
+        while todo:
+            name = todo.pop()
+            if name == "" or name == ".":
+                continue
+            if name == "..":
+                if done:
+                    done.pop()
+                continue
+            here = "/" + "/".join(done + [name])
+            probe = here
+            for real, alias in aliases:
+                if (here + "/").startswith(real) and len(here) >= len(real):
+                    probe = alias + here[len(real) - 1:]
+                    break
+            try:
+                mode = lstat(probe).st_mode
+            except oserror:
+                done.append(name)
+                continue
+            if mode & 0o170000 == link_bits:
+                hops += 1
+                if hops > 40:
+                    return ""
+                target = readlink(probe)
+                if target.startswith("/"):
+                    done = []
+                todo.extend(target.split("/")[::-1])
+            else:
+                done.append(name)
+        return "/" + "/".join(done)
 
     def hook(event, args):
+        if event == "resource.setrlimit" and type_(args[0]) is int_ and args[0] == flag:
+            return  # the mark refuse() leaves (lowering it is the only change possible)
+        what = ""
         if event == "import":
-            if str(args[0]).split(".")[0] in modules:
-                refuse("import " + str(args[0]))
-        elif event == "open":
-            path, mode = args[0], args[1]
-            flags = args[2] if len(args) > 2 and type(args[2]) is int else 0
-            writing = (type(mode) is str and any(c in mode for c in "wax+")) or bool(
-                flags & write_flags)
-            if type(path) is int:
-                refuse("open of file descriptor %d" % path)
-            real = realpath(fsdecode(path))
-            if writing or not real.startswith(stdlib) or "-packages" in real:
-                refuse("open %r (mode %r)" % (fsdecode(path), mode))
-        elif event == "object.__getattr__":  # frames lead to the loop's globals
-            if len(args) > 1 and (str(args[1]).endswith("frame") or args[1] == "f_back"):
-                refuse("reading %s" % args[1])
+            name = args[0]
+            if type_(name) is not str_:
+                what = "import of a module named by a non-str"
+            elif name.split(".")[0] in modules:
+                what = "import " + name
+        elif event in ("open", "os.listdir", "os.scandir"):
+            path = args[0]
+            mode = args[1] if event == "open" else "r"
+            flags = args[2] if len_(args) > 2 and type_(args[2]) is int_ else 0
+            writing = (type_(mode) is str_ and ("w" in mode or "a" in mode or "x" in mode
+                                                 or "+" in mode)) or (flags & write_flags) != 0
+            if type_(path) is bytes_:
+                path = path.decode(fsencoding, "surrogateescape")
+            if type_(path) is int_:
+                what = "%s of file descriptor %d" % (event, path)
+            elif type_(path) is not str_:
+                what = "%s of a path that is not a str or bytes" % event
+            elif writing:
+                what = "%s %r for writing (mode %r)" % (event, path, mode)
+            elif not path.startswith("/"):
+                what = "%s of the relative path %r" % (event, path)
+            else:
+                real = resolve(path, lstat, readlink, oserror, link_bits, aliases)
+                if not (real + "/").startswith(prefixes) or "-packages" in real:
+                    what = "%s %r (outside the standard library)" % (event, path)
+                elif event == "open":
+                    probe = real
+                    for prefix, alias in aliases:
+                        if (real + "/").startswith(prefix):
+                            probe = alias + real[len(prefix) - 1:]
+                            break
+                    try:
+                        if stat(probe).st_mode & 0o170000 == dir_bits:
+                            what = "open of the directory %r" % path
+                    except oserror:
+                        pass
         elif event in ("object.__setattr__", "object.__delattr__"):
-            if len(args) > 1 and args[1] in guarded:
-                refuse("setting %s" % args[1])
+            if len_(args) > 1 and type_(args[1]) is str_ and args[1] == "__code__":
+                what = "setting __code__"
         elif event.startswith(events):
-            refuse(event)
+            what = event
+        if not what:
+            return
+        setrlimit(flag, (0, 0))
+        line = ('{"violation": "%s"}\n' % what.encode("utf-8", "replace").hex()).encode()
+        try:
+            write(rep, line)
+        except oserror:
+            pass
+        raise violation("forbidden in the grader sandbox: " + what)
 
     return hook
 
@@ -116,6 +195,12 @@ def load(msg):
     """Execute the submission's source; report which of the interface's members exist."""
     namespace = {"__name__": "submission", "__file__": msg["filename"],
                  "__builtins__": builtins}
+    sys.modules["submission"] = type(sys)("submission")  # dataclasses and pickle look it up
+    sys.modules["submission"].__dict__.update(namespace)
+    namespace = sys.modules["submission"].__dict__
+    # tracebacks read the source from here, never from the file (which may not be readable)
+    linecache.cache[msg["filename"]] = (len(msg["source"]), None,
+                                        msg["source"].splitlines(True), msg["filename"])
     try:
         exec(compile(msg["source"], msg["filename"], "exec"), namespace)
     except SyntaxError as exc:
@@ -142,16 +227,26 @@ def load(msg):
 
 
 def send(message):
-    message["violations"] = VIOLATIONS[:5]
     data = memoryview((json.dumps(message) + "\n").encode())
     while data:
         data = data[os.write(REP, data):]
 
 
+def open_stdlib():
+    """Open the standard library's directories while we can still read them: imports then
+    go through /proc/self/fd/N, which needs no permission on the directories above."""
+    found = []
+    for entry in sys.path:
+        try:
+            fd = os.open(entry, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            continue
+        found.append((fd, os.path.realpath(entry) + os.sep))
+    return found
+
+
 def drop_privileges():
     """Become the throwaway uid the parent picked (only when the parent is root)."""
-    for name in PRELOAD:
-        __import__(name)
     if UID >= 0:
         os.setgroups([])
         os.setgid(UID)
@@ -160,8 +255,25 @@ def drop_privileges():
 
 def serve():
     reader = os.fdopen(REQ, "rb")
+    stdlib = open_stdlib()
     drop_privileges()
-    sys.addaudithook(_make_hook(VIOLATIONS))
+    sys.path[:] = ["/proc/self/fd/%d" % fd for fd, _ in stdlib]
+    sys.path_importer_cache.clear()
+    for module in list(sys.modules.values()):  # packages imported so far: importlib, json...
+        search = getattr(module, "__path__", None)
+        if type(search) is list:
+            for i, entry in enumerate(search):
+                for (fd, real), path in zip(stdlib, sys.path):
+                    if (entry + os.sep).startswith(real):
+                        search[i] = path + entry[len(real) - 1:]
+                        break
+    import posix
+    aliases = tuple((real, path) for (_, real), path in zip(stdlib, sys.path))
+    hook = _make_hook(aliases, FLAG, resource.setrlimit, posix.write, REP, posix.lstat,
+                      posix.readlink, posix.stat)
+    del sys.modules["resource"]  # imported again only through the hook, which refuses it
+    sys.addaudithook(hook)
+    del hook
     cls, current = None, [None]
     while True:
         line = reader.readline()

@@ -1,7 +1,8 @@
 """grader list | show EX | init EX [PATH] | check EX FILE [--json PATH] [--seed N] [--examples N]
        | mutant EX [NAME [PATH]]
 
-Exit status of `check`: 0 pass, 1 fail, 2 the file cannot be loaded or lacks the interface.
+Exit status of `check`: 0 pass, 1 fail, 2 the file cannot be loaded or lacks the interface,
+3 no verdict: a limit, not the code, decided (rerun on a quieter machine).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ def cmd_list(args) -> int:
 def cmd_show(args) -> int:
     ex = _exercise(args.exercise)
     print(f"{ex.question}: {ex.title}\n\n{ex.spec}\nInterface:\n{ex.interface()}\n\nProperties:")
-    for p in ex.properties:
-        print(f"  {p.name}: {p.summary}")
+    for i, p in enumerate(ex.properties, 1):
+        print(f"  {i}. {p.name}: {p.summary}")
     return 0
 
 
@@ -57,7 +58,8 @@ def cmd_check(args) -> int:
     if args.examples is not None and args.examples < 1:
         print("grader: --examples must be at least 1", file=sys.stderr)
         return 2
-    verdict = runner.grade(ex, source, args.file, seed=args.seed, examples=args.examples)
+    verdict = runner.grade(ex, source, args.file, seed=args.seed, examples=args.examples,
+                           stop_at_first_failure=args.first_failure)
     print(report.text(verdict), end="")
     if args.json:
         report.write_json(verdict, args.json)
@@ -108,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--examples", type=int, default=None,
                    help="hypothesis examples per property (default: the exercise's)")
+    p.add_argument("--first-failure", action="store_true",
+                   help="stop at the first failed property (the rest: not checked)")
     p.set_defaults(fn=cmd_check)
     p = sub.add_parser("mutant", help="list the mutant catalogue, or write one mutant out")
     p.add_argument("exercise")

@@ -5,10 +5,13 @@ Adding an exercise means adding one package under ``graders/exercises/`` that de
 reference solution in ``solutions/``. The engine needs no change.
 
 A property is a hypothesis ``RuleBasedStateMachine`` subclass of :class:`GradedMachine`.
-All of an exercise's properties may share one machine: each check is tagged with the
-property it belongs to (``self.check("conservation", ok, why)``); when the runner grades
-property P, a failed check of another property abandons that example instead (its model
-can no longer be trusted), so each verdict names the invariant that actually broke.
+All of an exercise's properties share one machine: each check is tagged with the property
+it belongs to (``self.check("conservation", ok, why)``). The runner grades one property at a
+time (its *focus*, which a machine may use to steer its strategies), but every check is live
+in every run: a failed check fails the property it belongs to, whichever run found it, so a
+submission cannot pass by behaving only while a property is being watched. The one example a
+run may drop is one that breaks a property already reported failed (its model can no longer
+be trusted, and the verdict is a fail whatever follows).
 """
 
 from __future__ import annotations
@@ -55,6 +58,14 @@ class Exercise:
     reference: Path                 # solutions/<module>.py
     default_examples: int = 100
     steps: int = 30                 # hypothesis stateful_step_count
+    all_properties: tuple[Property, ...] = ()  # set by only(): every property checks report on
+    excused: tuple[str, ...] = ()   # set by all_but(): treated as already failed, not reported
+
+    @property
+    def every_property(self) -> tuple[Property, ...]:
+        """Every property of the exercise (a failed check is reported under its own, even
+        when `only` left it out of the runs)."""
+        return self.all_properties or self.properties
 
     @property
     def starter(self) -> Path:
@@ -64,15 +75,22 @@ class Exercise:
         return sorted((self.home / "mutants").glob("[!_]*.py"))
 
     def only(self, *names: str) -> "Exercise":
-        """This exercise graded on the named properties alone (a mutant's test needs just the
-        one that must catch it)."""
-        unknown = set(names) - {p.name for p in self.properties}
+        """This exercise with runs for the named properties alone (a mutant's test needs just
+        the one that must catch it). Every check stays live: a run that trips another
+        property's check reports that property failed too."""
+        every = self.every_property
+        unknown = set(names) - {p.name for p in every}
         if unknown:
             raise ValueError(f"{self.name} has no property {', '.join(sorted(unknown))}")
-        return replace(self, properties=tuple(p for p in self.properties if p.name in names))
+        return replace(self, properties=tuple(p for p in every if p.name in names),
+                       all_properties=every)
 
     def all_but(self, *names: str) -> "Exercise":
-        return self.only(*(p.name for p in self.properties if p.name not in names))
+        """Runs for every property but the named ones, which are excused: an example that
+        breaks one of them is dropped, not reported (a test of a design that fails them by
+        choice, e.g. an engine that trusts its hash)."""
+        graded = self.only(*(p.name for p in self.every_property if p.name not in names))
+        return replace(graded, excused=tuple(names))
 
     def interface(self) -> str:
         lines = [f"class {self.class_name}:"]
@@ -104,15 +122,38 @@ class Transcript:
     steps: list[Step] = field(default_factory=list)
 
 
+class TooManyDropped(BaseException):
+    """So many examples broke already-failed properties that this one cannot be judged.
+    A BaseException so hypothesis stops at once instead of generating on."""
+
+
+@dataclass
+class RunStats:
+    """What one hypothesis run saw: examples started and dropped, and the first failure."""
+    started: int = 0
+    dropped: int = 0                   # broke a property already reported failed (no pass)
+    drop_limit: int = 1000             # more dropped than this: give up on the run
+    first_failure: "PropertyFailure | None" = None
+
+    @property
+    def valid(self) -> int:
+        return self.started - self.dropped
+
+
 class GradedMachine(RuleBasedStateMachine):
-    """Base for property machines. The runner sets `sandbox`, `focus` and `transcript`."""
+    """Base for property machines. The runner sets `sandbox`, `focus`, `transcript`,
+    `failed` (properties already reported failed) and `stats`."""
     sandbox: Sandbox
     focus: str
     transcript: Transcript
+    failed: frozenset = frozenset()
+    excused: frozenset = frozenset()   # Exercise.all_but: dropped, not held against a pass
+    stats: RunStats
 
     def __init__(self):
         super().__init__()
         self.transcript.steps = []
+        self.stats.started += 1
 
     def construct(self, *args) -> Reply:
         self.transcript.steps.append(Step(None, args))
@@ -138,18 +179,46 @@ class GradedMachine(RuleBasedStateMachine):
         return replies
 
     def check(self, prop: str, ok: bool, reason: str) -> None:
-        """Fail `prop` if it is the one being graded; otherwise drop this example."""
+        """Fail `prop`, whichever property this run grades. Only a property already reported
+        failed drops the example instead (nothing is hidden: the verdict is a fail)."""
         if ok:
             return
-        if prop == self.focus:
-            raise PropertyFailure(prop, reason)
-        assume(False)
+        if prop in self.excused:
+            assume(False)
+        if prop in self.failed:
+            self.stats.dropped += 1
+            if self.stats.dropped > self.stats.drop_limit:
+                raise TooManyDropped()
+            assume(False)
+        failure = PropertyFailure(prop, reason)
+        if self.stats.first_failure is None:
+            self.stats.first_failure = failure
+        raise failure
+
+    # exact comparisons: values cross as JSON, so a float is never an int and bool never is
+    @staticmethod
+    def is_int(value) -> bool:
+        """True for an exact int: not a bool, not a float such as 3.0."""
+        return type(value) is int
+
+    @staticmethod
+    def same(value, expected) -> bool:
+        """Equal by value *and* type, all the way down (3.0 != 3, True != 1, [1] != [1.0])."""
+        if type(value) is not type(expected):
+            return False
+        if type(value) in (list, tuple):
+            return len(value) == len(expected) and all(
+                GradedMachine.same(a, b) for a, b in zip(value, expected))
+        if type(value) is dict:
+            return value.keys() == expected.keys() and all(
+                GradedMachine.same(value[k], expected[k]) for k in value)
+        return value == expected
 
     # shape checks shared by exercises: values crossed as JSON, so types are exact
     def expect_int(self, prop: str, reply: Reply, what: str) -> int | None:
         self.check(prop, reply.raised is None, f"{what} {reply.show()}, expected an int")
-        self.check(prop, type(reply.value) is int, f"{what} returned {reply.value!r}, "
-                   f"expected an int (not bool, not a subclass)")
+        self.check(prop, self.is_int(reply.value), f"{what} returned {reply.value!r}, "
+                   f"expected an int (not a bool, not a float)")
         return reply.value
 
     def expect_none(self, prop: str, reply: Reply, what: str) -> None:

@@ -3,6 +3,12 @@
 Every property runs as its own hypothesis stateful test under one fixed profile (seeded,
 no example database, no deadline), so the same file and seed give the same verdict. A
 failure is shrunk by hypothesis and replayed; the replay's transcript becomes the repro.
+
+A verdict rests only on examples the submission ran: any failed check fails its property,
+whichever run found it, and a pass needs at least `min_valid(examples)` clean examples.
+Limits are counted in the child's CPU seconds, not wall time, so load cannot flip a
+verdict; when a limit cuts a run anyway, that property is "not checked (limit)" and the
+verdict's status is `error` (rerun), never a failure of the code.
 """
 
 from __future__ import annotations
@@ -14,9 +20,12 @@ from hypothesis import HealthCheck, Phase, Verbosity, seed as hypothesis_seed, s
 from hypothesis.errors import Flaky, Unsatisfiable
 from hypothesis.stateful import run_state_machine_as_test
 
-from graders.exercise import Exercise, PropertyFailure, Transcript
-from graders.sandbox import Limits, Sandbox, SandboxFatal
+from graders.exercise import Exercise, PropertyFailure, RunStats, TooManyDropped, Transcript
+from graders.sandbox import Limits, Sandbox, SandboxFatal, SandboxLimit
 from graders.script import repro_script
+
+
+PASS, FAIL, UNCHECKED, LIMIT = "pass", "fail", "not checked", "limit"
 
 
 @dataclass
@@ -26,6 +35,12 @@ class PropertyResult:
     passed: bool
     reason: str = ""
     script: str = ""
+    outcome: str = PASS       # pass | fail | not checked (others failed first) | limit
+    examples: int = 0         # valid examples the verdict rests on (a pass needs min_valid)
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome == FAIL
 
 
 @dataclass
@@ -35,15 +50,33 @@ class Verdict:
     seed: int
     examples: int
     load_error: str = ""                 # set: the file could not be graded (exit 2)
+    limit_error: str = ""                # set: a limit cut the load itself (exit 3)
     properties: list[PropertyResult] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     output: str = ""                     # candidate stdout/stderr, truncated
     seconds: float = 0.0                 # not shown in text reports (they must be stable)
+    numbering: list[str] = field(default_factory=list)  # every property, as `grader show` lists
+
+
+    def result(self, name: str) -> PropertyResult | None:
+        """The named property's result (None: it was not graded)."""
+        return next((p for p in self.properties if p.name == name), None)
+
+    @property
+    def failed(self) -> list[str]:
+        """Properties with a failed check, in report order."""
+        return [p.name for p in self.properties if p.failed]
+
+    @property
+    def limited(self) -> bool:
+        """A limit, not a check, decided: nothing failed but some property was cut."""
+        return (not self.load_error and not self.violations and not self.failed
+                and (bool(self.limit_error) or any(p.outcome == LIMIT for p in self.properties)))
 
     @property
     def passed(self) -> bool:
-        return (not self.load_error and not self.violations
-                and all(p.passed for p in self.properties))
+        return (not self.load_error and not self.limit_error and not self.violations
+                and bool(self.properties) and all(p.passed for p in self.properties))
 
     @property
     def score(self) -> float:
@@ -52,8 +85,23 @@ class Verdict:
         return sum(p.passed for p in self.properties) / len(self.properties)
 
     @property
+    def status(self) -> str:
+        """Exercism's top-level status: error when the file or a limit decided."""
+        return ("error" if self.load_error or self.limited else
+                "pass" if self.passed else "fail")
+
+    @property
     def exit_status(self) -> int:
-        return 2 if self.load_error else 0 if self.passed else 1
+        """0 pass, 1 fail, 2 cannot grade the file, 3 a limit decided (rerun)."""
+        return 2 if self.load_error else 3 if self.limited else 0 if self.passed else 1
+
+
+def min_valid(examples: int) -> int:
+    """A property passes only if at least half its examples ran to the end, and none was
+    dropped (an example that broke a property already failed is dropped so the search for
+    this property's own failure can go on; but the examples left would be the submission's
+    choice, and hypothesis steers toward them, so such a run is never a pass)."""
+    return max(1, (examples + 1) // 2)
 
 
 def profile(examples: int, steps: int, shrink: bool = True) -> settings:
@@ -96,26 +144,35 @@ def interface_problems(exercise: Exercise, members: dict) -> list[str]:
 
 
 def grade(exercise: Exercise, source: str, filename: str, *, seed: int = 0,
-          examples: int | None = None, limits: Limits | None = None, shrink: bool = True) -> Verdict:
+          examples: int | None = None, limits: Limits | None = None, shrink: bool = True,
+          stop_at_first_failure: bool = False) -> Verdict:
+    """Grade `source`: one hypothesis run per property of `exercise` (see Exercise.only),
+    in order. Every check is live in every run, so a run may fail a property other than its
+    own: that property is reported failed (and not run again) and the run is repeated.
+    `stop_at_first_failure`: once any property failed, skip the runs still to come (they
+    are reported "not checked"); a mutant's test needs no more."""
     examples = examples or exercise.default_examples
-    verdict = Verdict(exercise.name, filename, seed, examples)
+    verdict = Verdict(exercise.name, filename, seed, examples,
+                      numbering=[p.name for p in exercise.every_property])
     start = time.monotonic()
     sandbox = Sandbox(source, filename, limits or Limits())
     try:
         sandbox.start()
         try:
             loaded = sandbox.load(exercise.class_name, [m.name for m in exercise.methods])
+        except SandboxLimit as exc:
+            loaded = {"limit": f"loading was cut by a limit: {exc}"}
         except SandboxFatal as exc:
             loaded = {"error": f"the file could not be loaded: {exc}"}
-        if "error" in loaded:
+        if "limit" in loaded:
+            verdict.limit_error = loaded["limit"]
+        elif "error" in loaded:
             verdict.load_error = loaded["error"]
         elif problems := interface_problems(exercise, loaded["members"]):
             verdict.load_error = "; ".join(problems)
         else:
-            for prop in exercise.properties:
-                verdict.properties.append(_run_property(exercise, prop, sandbox, seed,
-                                                        examples, filename, shrink))
-        verdict.violations = list(sandbox.violations)
+            _grade_properties(exercise, sandbox, verdict, filename, shrink, stop_at_first_failure)
+        verdict.violations = sandbox.final_violations()
     finally:
         sandbox.close()
     verdict.output = sandbox.output()
@@ -123,32 +180,101 @@ def grade(exercise: Exercise, source: str, filename: str, *, seed: int = 0,
     return verdict
 
 
-def _run_property(exercise, prop, sandbox: Sandbox, seed, examples, filename, shrink) -> PropertyResult:
-    transcript = Transcript()
+def grade_mutant(exercise: Exercise, mutant, *, seed: int = 0, examples: int | None = None,
+                 shrink: bool = False) -> PropertyResult:
+    """The fastest grade that proves a catalogued mutant (graders.mutants.Mutant) is caught on
+    the property it names: a run of that property alone (every check stays live), unshrunk.
+    Returns that property's result (a PropertyResult whose .failed must be True)."""
+    verdict = grade(exercise.only(mutant.property), mutant.source(), mutant.name, seed=seed,
+                    examples=examples, shrink=shrink)
+    return verdict.result(mutant.property)
+
+
+def _grade_properties(exercise, sandbox, verdict, filename, shrink, stop_first) -> None:
+    everything = {p.name: p for p in exercise.every_property}
+    results: dict[str, PropertyResult] = {}
+    for prop in exercise.properties:
+        if prop.name in results:
+            continue  # another run already failed it
+        if stop_first and any(r.failed for r in results.values()):
+            results[prop.name] = PropertyResult(prop.name, prop.summary, False,
+                                                "not checked: stopped at the first failure",
+                                                outcome=UNCHECKED)
+            continue
+        while prop.name not in results:
+            failed = frozenset(n for n, r in results.items() if r.failed)
+            if stop_first and failed:
+                results[prop.name] = PropertyResult(prop.name, prop.summary, False,
+                                                    "not checked: stopped at the first failure",
+                                                    outcome=UNCHECKED)
+                break
+            result = _run_property(exercise, prop, sandbox, verdict.seed, verdict.examples,
+                                   filename, shrink, failed, everything)
+            results[result.name] = result  # its own, or another property a check failed
+    # the graded properties first, in order; then any other a check failed on the way
+    order = [p.name for p in exercise.properties]
+    order += [p.name for p in exercise.every_property if p.name not in order]
+    verdict.properties = sorted(results.values(), key=lambda r: order.index(r.name))
+
+
+def _run_property(exercise, prop, sandbox: Sandbox, seed, examples, filename, shrink,
+                  failed, everything) -> PropertyResult:
+    transcript, stats = Transcript(), RunStats(drop_limit=examples)
     machine = type(f"{exercise.machine.__name__}_{prop.name.replace('-', '_')}",
                    (exercise.machine,),
-                   {"sandbox": sandbox, "focus": prop.name, "transcript": transcript})
+                   {"sandbox": sandbox, "focus": prop.name, "transcript": transcript,
+                    "failed": failed, "excused": frozenset(exercise.excused),
+                    "stats": stats})
     hypothesis_seed(seed)(machine)
     result = PropertyResult(prop.name, prop.summary, passed=True)
+    sandbox.begin_budget()
     try:
         run_state_machine_as_test(machine, settings=profile(examples, exercise.steps, shrink))
     except PropertyFailure as failure:
-        result.passed, result.reason = False, failure.reason
-    except SandboxFatal as fatal:
-        result.passed, result.reason = False, f"sandbox: {fatal}"
-        sandbox.restart()  # the next property gets a fresh child
+        result = _failure(everything, failure.prop, failure.reason)
+    except SandboxLimit as limit:
+        if stats.first_failure is not None:  # a check failed before the limit cut the shrink
+            first = stats.first_failure
+            result = _failure(everything, first.prop, first.reason +
+                              f" (not shrunk: {limit})")
+            transcript.steps = []
+        else:
+            result = PropertyResult(prop.name, prop.summary, False, f"not checked (limit): "
+                                    f"{limit}", outcome=LIMIT)
+        sandbox.restart()  # the next property gets a fresh child and a fresh budget
         _reload(exercise, sandbox)
-    except Unsatisfiable:
-        result.passed = False
-        result.reason = ("not checked: every example broke another property first "
-                         "(fix the others, then this one is tested)")
+    except SandboxFatal as fatal:
+        result = _failure(everything, prop.name, f"sandbox: {fatal}")
+        sandbox.restart()
+        _reload(exercise, sandbox)
+    except (Unsatisfiable, TooManyDropped):
+        result = _unchecked(prop, failed, stats.valid, examples, stats.started)
     except Flaky as flaky:
-        result.passed = False
-        result.reason = ("the submission's behaviour is not reproducible (it depends on "
-                         f"state outside the instance, or on chance): {str(flaky)[:200]}")
-    if not result.passed and transcript.steps and not result.reason.startswith("not checked"):
-        result.script = repro_script(exercise, filename, transcript, prop.name, result.reason)
+        result = _failure(everything, prop.name, "the submission's behaviour is not "
+                          "reproducible (it depends on state outside the instance, or on "
+                          f"chance): {str(flaky)[:200]}")
+    else:
+        result.examples = stats.valid
+        if stats.valid < min_valid(examples) or stats.dropped:
+            result = _unchecked(prop, failed, stats.valid, examples, stats.started)
+    if result.failed and transcript.steps:
+        result.script = repro_script(exercise, filename, transcript, result.name, result.reason)
     return result
+
+
+def _failure(everything, name, reason) -> PropertyResult:
+    prop = everything.get(name)
+    if prop is None:  # a machine tagged a check with a name the exercise does not declare
+        raise ValueError(f"a check is tagged {name!r}, which is not a property of the exercise")
+    return PropertyResult(name, prop.summary, False, reason, outcome=FAIL)
+
+
+def _unchecked(prop, failed, valid, examples, tried) -> PropertyResult:
+    why = (f"{tried - valid} of the {tried} examples tried broke "
+           f"{', '.join(sorted(failed))} first, so the ones left are the submission's choice"
+           if failed else f"only {valid} examples ran (a pass needs {min_valid(examples)})")
+    return PropertyResult(prop.name, prop.summary, False, f"not checked: {why} (fix that, "
+                          "then this one is tested)", outcome=UNCHECKED, examples=valid)
 
 
 def _reload(exercise: Exercise, sandbox: Sandbox) -> None:

@@ -6,6 +6,13 @@ file size and open files, a throwaway uid and a fresh network namespace when we 
 root, and its own process group. Every reply is size-capped, parsed as JSON and checked
 for shape here; anything odd (a hang, a death, an exit, a forged or oversized message)
 ends the run with a :class:`SandboxFatal` naming what happened.
+
+Time is counted in the child's CPU seconds (read from /proc), not on the wall clock, so a
+busy machine cannot make correct code look slow: a call that burns `call_cpu_s` is an
+infinite loop (the code's fault), a call blocked without using CPU for `hang_s` is a hang
+(the code's fault), and a property whose examples burn `property_cpu_s`, or a call still
+waiting for the CPU after `call_wall_s`, is a limit (:class:`SandboxLimit`): the verdict
+then says "not checked (limit)", never that the code failed.
 """
 
 from __future__ import annotations
@@ -34,12 +41,14 @@ CLONE_NEWNET = 0x40000000
 @dataclass(frozen=True)
 class Limits:
     """Resource limits for one child. Generous for a 40-line class, fatal for abuse."""
-    call_timeout_s: float = 2.0      # wall clock for one request
-    run_timeout_s: float = 60.0      # wall clock for the whole check
-    cpu_s: int = 30                  # RLIMIT_CPU
+    call_cpu_s: float = 1.0          # child CPU for one request: more is an infinite loop
+    hang_s: float = 2.0              # wall time blocked with no CPU used: a hang (sleep, wait)
+    call_wall_s: float = 120.0       # backstop for one request on a starved machine: a limit
+    property_cpu_s: float = 60.0     # child CPU for one property's examples: a limit
+    cpu_s: int = 900                 # RLIMIT_CPU over the child's life (a backstop)
     address_space: int = 512 << 20   # RLIMIT_AS, bytes
     file_size: int = 1 << 20         # RLIMIT_FSIZE: caps captured stdout/stderr too
-    processes: int = 8               # RLIMIT_NPROC for the sandbox uid
+    processes: int = 16              # RLIMIT_NPROC for the sandbox uid (threads count)
     open_files: int = 32             # RLIMIT_NOFILE
 
 
@@ -47,6 +56,74 @@ class SandboxFatal(BaseException):
     """The child hung, died, exited, or broke protocol. Ends the run; never a pass.
 
     A BaseException so hypothesis does not treat it as a shrinkable test failure."""
+
+
+class SandboxLimit(SandboxFatal):
+    """A limit, not the code, ended the run (a starved machine, a spent CPU budget)."""
+
+
+# The violation mark: the child inherits our RLIMIT_MSGQUEUE hard limit and lowers it to 0
+# when it breaks a rule (where it is already 0 here, only the pipe reports remain).
+_hard = resource.getrlimit(resource.RLIMIT_MSGQUEUE)[1]
+VIOLATION_MARK = "unlimited" if _hard == resource.RLIM_INFINITY else str(_hard)
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+class ExactFloat(float):
+    """A float the child returned: equal to floats only (3.0 is not the int 3)."""
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return type(other) in (float, ExactFloat) and float(self) == float(other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = float.__hash__
+
+    def __repr__(self):
+        return float.__repr__(self)
+
+
+class ExactBool:
+    """A bool the child returned: equal to bools only (True is not the int 1)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value: bool):
+        self.value = value
+
+    def __eq__(self, other):
+        return (type(other) is bool and other is self.value) or (
+            type(other) is ExactBool and other.value is self.value)
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash(self.value)
+
+    def __bool__(self):
+        return self.value
+
+    def __repr__(self):
+        return repr(self.value)
+
+
+_DECODER = json.JSONDecoder(parse_float=ExactFloat)  # one decoder: json.loads(kw) builds one per call
+
+
+def _exact(value):
+    """JSON values with bools made exact (floats are ExactFloat already, see _request)."""
+    t = type(value)
+    if t is int or value is None:
+        return value
+    if t is bool:
+        return ExactBool(value)
+    if t is list:
+        return [_exact(v) for v in value]
+    if t is dict:
+        return {k: _exact(v) for k, v in value.items()}
+    return value
 
 
 @dataclass
@@ -101,8 +178,9 @@ class Sandbox:
     def __post_init__(self):
         self._proc = None
         self._fatal: str | None = None
-        self._deadline = time.monotonic() + self.limits.run_timeout_s
         self.violations: list[str] = []
+        self._budget_from = 0.0      # child CPU seconds when the current property began
+        self._budget_checked = 0.0   # monotonic time of the last budget check
 
     # lifecycle ---------------------------------------------------------------
     def start(self) -> None:
@@ -116,6 +194,7 @@ class Sandbox:
         req_r, self._req_w = os.pipe()
         self._rep_r, rep_w = os.pipe()
         out = open(self._out_path, "wb")
+        self._budget_from = 0.0
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-B", "-u", "-c", CHILD_SOURCE, str(req_r), str(rep_w),
@@ -132,6 +211,7 @@ class Sandbox:
     def close(self) -> None:
         """Kill the child's process group and anything left running under its uid."""
         if self._proc is not None:
+            self._read_mark()
             for fd in (self._req_w, self._rep_r):
                 try:
                     os.close(fd)
@@ -152,7 +232,54 @@ class Sandbox:
 
     def restart(self) -> None:
         self.close()
+        self._fatal = None
         self.start()
+
+    def final_violations(self) -> list[str]:
+        """Every forbidden operation reported, including one whose report was suppressed."""
+        self._read_mark()
+        return list(self.violations)
+
+    def _read_mark(self) -> None:
+        """The child lowers its RLIMIT_MSGQUEUE hard limit to 0 at a violation; nothing it
+        can do raises it again, so a suppressed pipe report still shows here."""
+        if self._proc is None or VIOLATION_MARK == "0":
+            return
+        try:
+            with open(f"/proc/{self._proc.pid}/limits") as f:
+                line = next(l for l in f if l.startswith("Max msgqueue size"))
+            hard = line.split()[4]
+        except (OSError, StopIteration, IndexError):
+            return
+        if hard != VIOLATION_MARK and not self.violations:
+            self.violations.append("a forbidden operation whose report was suppressed")
+
+    # time --------------------------------------------------------------------
+    def _cpu_and_state(self) -> tuple[float, str]:
+        """The child's CPU seconds (all threads) and scheduler state (R runnable, S, D, ...)."""
+        try:
+            with open(f"/proc/{self._proc.pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError, AttributeError):
+            return 0.0, "?"
+        return (int(fields[11]) + int(fields[12])) / TICK, fields[0].decode()
+
+    def begin_budget(self) -> None:
+        """A property's run starts: its CPU budget counts from here."""
+        if self._proc is not None:
+            self._budget_from = self._cpu_and_state()[0]
+            self._budget_checked = time.monotonic()
+
+    def _check_budget(self) -> None:
+        now = time.monotonic()
+        if now - self._budget_checked < 0.25:
+            return
+        self._budget_checked = now
+        used = self._cpu_and_state()[0] - self._budget_from
+        if used > self.limits.property_cpu_s:
+            self._die(f"this property's examples used {used:.0f} s of the submission's CPU "
+                      f"(budget {self.limits.property_cpu_s:g} s): slow code or a slow machine",
+                      limit=True)
 
     def __enter__(self):
         self.start()
@@ -204,7 +331,7 @@ class Sandbox:
         if isinstance(r.get("fatal"), str):
             self._die(f"{what}: {r['fatal'][:300]}")
         if "ok" in r and len(r) == 1:
-            return Reply(value=r["ok"])
+            return Reply(value=_exact(r["ok"]))
         if (isinstance(r.get("raised"), str) and isinstance(r.get("builtin"), list)
                 and all(isinstance(b, str) for b in r["builtin"])
                 and isinstance(r.get("message"), str)):
@@ -220,37 +347,68 @@ class Sandbox:
             os.write(self._req_w, (json.dumps(message) + "\n").encode())
         except (BrokenPipeError, OSError):
             self._die(self._death("before it was sent a call"))
-        line = self._read_line()
-        try:
-            reply = json.loads(line)
-        except (ValueError, RecursionError):
-            self._die("the child sent a reply that is not JSON")
-        if not isinstance(reply, dict):
-            self._die("the child sent a malformed reply")
-        v = reply.pop("violations", [])
-        if isinstance(v, list):
-            self.violations.extend(str(x)[:200] for x in v[:5] if str(x) not in self.violations)
+        while True:
+            line = self._read_line()
+            try:
+                reply = _DECODER.decode(line.decode("utf-8"))
+            except (ValueError, RecursionError):
+                self._die("the child sent a reply that is not JSON")
+            if not isinstance(reply, dict):
+                self._die("the child sent a malformed reply")
+            if set(reply) != {"violation"}:
+                break
+            self._violation(reply["violation"])
+        self._check_budget()
         return reply
 
+    def _violation(self, coded) -> None:
+        """A line the audit hook wrote the moment it refused something."""
+        try:
+            what = bytes.fromhex(coded).decode("utf-8", "replace")[:200]
+        except (TypeError, ValueError):
+            what = "a forbidden operation (garbled report)"
+        if what not in self.violations and len(self.violations) < 5:
+            self.violations.append(what)
+
     def _read_line(self) -> bytes:
-        call_deadline = time.monotonic() + self.limits.call_timeout_s
+        """The next line from the child. Fast calls return at once; a slow one is watched in
+        the child's CPU time: an infinite loop and a hang are the code's doing, a call that
+        is still runnable but starved of CPU past the wall backstop is a limit."""
+        start = time.monotonic()
+        cpu0 = last_cpu = None
+        blocked_since = None
+        poll = 0.01
         while b"\n" not in self._buffer:
-            now = time.monotonic()
-            if now > self._deadline:
-                self._die(f"the whole check exceeded {self.limits.run_timeout_s:g} s")
-            wait = min(call_deadline, self._deadline) - now
-            if wait <= 0:
-                self._die(f"a call took longer than {self.limits.call_timeout_s:g} s "
-                          "(an infinite loop, or a hang)")
-            ready, _, _ = select.select([self._rep_r], [], [], wait)
-            if not ready:
+            ready, _, _ = select.select([self._rep_r], [], [], poll)
+            if ready:
+                chunk = os.read(self._rep_r, 65536)
+                if not chunk:
+                    why = self._death("during a call")
+                    self._die(why, limit="SIGXCPU" in why)
+                self._buffer += chunk
+                if len(self._buffer) > MAX_MESSAGE:
+                    self._die("the child sent an oversized reply")
                 continue
-            chunk = os.read(self._rep_r, 65536)
-            if not chunk:
-                self._die(self._death("during a call"))
-            self._buffer += chunk
-            if len(self._buffer) > MAX_MESSAGE:
-                self._die("the child sent an oversized reply")
+            poll = min(poll * 2, 0.1)
+            now = time.monotonic()
+            cpu, state = self._cpu_and_state()
+            if cpu0 is None:
+                cpu0 = last_cpu = cpu
+            if cpu - cpu0 > self.limits.call_cpu_s:
+                self._die(f"a call used more than {self.limits.call_cpu_s:g} s of CPU (an "
+                          "infinite loop, or far too much work)")
+            if state != "R" and cpu == last_cpu:
+                blocked_since = blocked_since or now
+                if now - blocked_since > self.limits.hang_s:
+                    self._die(f"a call blocked for more than {self.limits.hang_s:g} s without "
+                              "using CPU (a sleep, or a wait that never ends)")
+            else:
+                blocked_since = None
+            last_cpu = cpu
+            if now - start > self.limits.call_wall_s:
+                self._die(f"a call was still waiting for the CPU after "
+                          f"{self.limits.call_wall_s:g} s on the wall clock (a busy machine: "
+                          "rerun on a quieter one)", limit=True)
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line
 
@@ -261,15 +419,15 @@ class Sandbox:
             return f"the child closed the pipe {when}"
         if code < 0:
             name = signal.Signals(-code).name
-            why = {"SIGXCPU": " (CPU time limit)", "SIGXFSZ": " (file size limit: too much "
-                   "output)", "SIGKILL": " (killed, likely the memory limit)"}.get(name, "")
+            why = {"SIGXCPU": " (its lifetime CPU limit)", "SIGXFSZ": " (file size limit: too "
+                   "much output)", "SIGKILL": " (killed, likely the memory limit)"}.get(name, "")
             return f"the child was killed by {name}{why} {when}"
         return f"the child exited with status {code} {when} (os._exit or a crash)"
 
-    def _die(self, reason: str):
+    def _die(self, reason: str, limit: bool = False):
         self._fatal = reason
         self.close()
-        raise SandboxFatal(reason)
+        raise (SandboxLimit if limit else SandboxFatal)(reason)
 
 
 def _kill_uid(uid: int) -> None:

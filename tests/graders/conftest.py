@@ -61,3 +61,19 @@ def grade(tmp_path):
         data = json.loads(out.read_text()) if out.exists() else None
         return proc.returncode, proc.stdout + proc.stderr, data
     return run
+
+
+@pytest.fixture(scope="session")
+def reference_verdict():
+    """reference_verdict(name) -> the Verdict of that exercise's reference at the default
+    example count, graded once per test session (the benchmark and the pass test share it)."""
+    from graders import registry, runner
+
+    done = {}
+
+    def get(name):
+        if name not in done:
+            ex = registry.get(name)
+            done[name] = runner.grade(ex, ex.reference.read_text(), "reference.py")
+        return done[name]
+    return get

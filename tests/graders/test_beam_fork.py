@@ -38,7 +38,7 @@ def test_mutant_fails_on_its_property(mutant):
     # the default count: a window comes in one search in four
     verdict = runner.grade(EX.only(expected), mutant.source(), mutant.name)
     assert verdict.exit_status == 1, f"{mutant.name} passed {expected}"
-    (result,) = verdict.properties
+    result = verdict.result(expected)
     assert not result.passed and not result.reason.startswith("not checked"), result.reason
     assert result.script.count("\n") < 45  # a short repro, not a dump
     assert "BlockTables(" in result.script

@@ -51,7 +51,7 @@ def test_at_least_eight_mutants_cover_every_property():
 def test_mutant_fails_on_its_property(mutant):
     expected = mutant.property
     verdict = runner.grade(EX.only(expected), mutant.source(), mutant.name)  # default count
-    [result] = verdict.properties
+    result = verdict.result(expected)
     assert verdict.exit_status == 1
     assert not result.passed, f"{mutant.name} should fail {expected}"
     assert not result.reason.startswith(("not checked", "sandbox", "the submission's"))
@@ -121,7 +121,7 @@ def test_repro_script_runs_and_shows_the_bug(tmp_path):
     mutant = mutants.find(EX, "revived_block_loses_hash")
     (tmp_path / "m.py").write_text(mutant.source())
     verdict = runner.grade(EX.only("revival"), mutant.source(), "m.py", examples=20)
-    script = verdict.properties[0].script
+    script = verdict.result("revival").script
     (tmp_path / "repro.py").write_text(script)
     done = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=30)

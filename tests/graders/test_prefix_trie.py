@@ -42,7 +42,7 @@ def test_mutant_fails_on_its_property(mutant):
     verdict = runner.grade(EX.only(expected), mutant.source(), mutant.name, examples=20,
                            shrink=False)
     assert verdict.exit_status == 1
-    result = verdict.properties[0]
+    result = verdict.result(expected)
     assert not result.passed and not result.reason.startswith("not checked"), result.reason
     assert "RadixCache(" in result.script
 
@@ -59,7 +59,7 @@ def test_repro_script_is_short_and_runs(tmp_path):
     mutant = mutants.find(EX, "match_without_split")
     (tmp_path / "m.py").write_text(mutant.source())
     verdict = runner.grade(EX.only("split"), mutant.source(), "m.py", examples=20)
-    script = verdict.properties[0].script
+    script = verdict.result("split").script
     assert not verdict.passed and script.count("\n") < 45
     (tmp_path / "repro.py").write_text(script)
     done = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True,

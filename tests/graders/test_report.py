@@ -1,0 +1,109 @@
+"""results.json follows Exercism's test-runner interface, version 3, in every outcome.
+
+The schema below is written from exercism/docs@0e40e30d3f14011be61aa40246a2842259ef1899:
+building/tooling/test-runners/interface.md: top level `version` (number), `status` (pass,
+fail, error), `message` (a string, required when status is error), `tests`; per test `name`,
+`status` (pass, fail, error), `message` (string or null), `output` (optional, at most 500
+characters), `test_code` (string), `task_id` (optional number: the property's number in
+`grader show`). Extra keys (seed, score, ...) are allowed by the interface.
+"""
+
+import json
+
+import jsonschema
+import pytest
+
+from graders import mutants, registry, report, runner
+from graders.sandbox import Limits
+
+TEST = {
+    "type": "object",
+    "required": ["name", "status", "test_code"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "status": {"enum": ["pass", "fail", "error"]},
+        "message": {"type": ["string", "null"]},
+        "output": {"type": ["string", "null"], "maxLength": 500},
+        "test_code": {"type": "string"},
+        "task_id": {"type": "integer", "minimum": 1},
+    },
+    "allOf": [{"if": {"properties": {"status": {"enum": ["fail", "error"]}}},
+               "then": {"required": ["message"], "properties": {"message": {"type": "string"}}}}],
+}
+RESULTS_V3 = {
+    "type": "object",
+    "required": ["version", "status"],
+    "properties": {
+        "version": {"const": 3},
+        "status": {"enum": ["pass", "fail", "error"]},
+        "message": {"type": ["string", "null"]},
+        "tests": {"type": "array", "items": TEST},
+    },
+    "allOf": [
+        {"if": {"properties": {"status": {"const": "error"}}},
+         "then": {"required": ["message"], "properties": {"message": {"type": "string",
+                                                                      "minLength": 1}}}},
+        {"if": {"properties": {"status": {"enum": ["pass", "fail"]}}},
+         "then": {"required": ["tests"]}},
+    ],
+}
+
+EX = registry.get("block-allocator")
+REFERENCE = EX.reference.read_text()
+SLOW = REFERENCE.replace("    def allocate(self) -> int:\n",
+                         "    def allocate(self) -> int:\n        sum(range(300_000))\n", 1)
+SLOW_ONCE = "FIRST = [True]\n" + REFERENCE.replace(  # one call of ~1 s CPU per child
+    "    def allocate(self) -> int:\n", "    def allocate(self) -> int:\n"
+    "        if FIRST.pop() if FIRST else False: sum(range(3 * 10 ** 7))\n", 1)
+
+
+def valid(verdict) -> dict:
+    data = json.loads(json.dumps(report.results_json(verdict)))
+    jsonschema.validate(data, RESULTS_V3)
+    return data
+
+
+def test_pass_fail_and_cannot_load_validate():
+    data = valid(runner.grade(EX, REFERENCE, "ref.py", examples=5))
+    assert data["status"] == "pass" and data["message"] is None
+    assert [t["task_id"] for t in data["tests"]] == [1, 2, 3, 4]
+    mutant = mutants.find(EX, "cow_copy_reversed").source()
+    verdict = runner.grade(EX, mutant, "m.py", examples=10, shrink=False)
+    data = valid(verdict)
+    assert data["status"] == "fail" and verdict.exit_status == 1
+    assert {t["status"] for t in data["tests"]} >= {"fail"}
+    verdict = runner.grade(EX, "def broken(:\n", "b.py")
+    data = valid(verdict)
+    assert data["status"] == "error" and "syntax error" in data["message"]
+    assert verdict.exit_status == 2
+
+
+def test_long_output_is_cut_to_500_characters():
+    loud = "print('x' * 3000)\n" + REFERENCE
+    data = valid(runner.grade(EX, loud, "loud.py", examples=3))
+    assert len(data["output"]) <= 500
+
+
+@pytest.mark.parametrize("source, limits, words", [
+    (SLOW, Limits(property_cpu_s=0.05), "of the submission's CPU"),
+    (SLOW_ONCE, Limits(call_wall_s=0.3, call_cpu_s=5), "still waiting for the CPU"),
+])
+def test_a_limit_is_no_verdict_and_blames_nothing(source, limits, words):
+    """A property cut by a limit is 'not checked (limit)': status error, exit 3, and no
+    property is reported failed, the one cut or any later one."""
+    verdict = runner.grade(EX, source, "slow.py", examples=30, limits=limits)
+    assert verdict.failed == [], [(p.name, p.reason) for p in verdict.properties]
+    cut = [p for p in verdict.properties if p.outcome == runner.LIMIT]
+    assert cut and all(words in p.reason for p in cut), [p.reason for p in verdict.properties]
+    assert verdict.status == "error" and verdict.exit_status == 3
+    data = valid(verdict)
+    assert "rerun on a quieter machine" in data["message"]
+    assert "not reproducible" not in json.dumps(data)
+    assert "rerun on a quieter machine" in report.text(verdict)
+
+
+def test_a_limit_while_loading_is_no_verdict_either():
+    slow_load = "sum(range(3 * 10 ** 7))\n" + REFERENCE  # ~1 s of CPU at import
+    verdict = runner.grade(EX, slow_load, "ref.py", limits=Limits(call_wall_s=0.3, call_cpu_s=5))
+    assert not verdict.load_error and verdict.exit_status == 3, verdict.load_error
+    assert "rerun on a quieter machine" in valid(verdict)["message"]
