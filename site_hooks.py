@@ -367,34 +367,10 @@ EXERCISE_MARK = "<!-- exercise -->"
 CHECK_LIMIT_S = 180  # the in-browser Check's time limit: the worker is terminated after it
 
 
-def _without_docstring(source: str) -> list[str]:
-    """Source lines after the module docstring: what a mutant changes is code, not prose."""
-    import ast
-
-    lines = source.splitlines()
-    try:
-        body = ast.parse(source).body
-    except SyntaxError:
-        return lines
-    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-            and isinstance(body[0].value.value, str):
-        lines = lines[body[0].end_lineno:]
-    return [line for line in lines if line.strip()]
-
-
-def _mutant_diff(reference: str, mutant: str) -> str:
-    import difflib
-
-    diff = difflib.unified_diff(_without_docstring(reference), _without_docstring(mutant), n=1,
-                                lineterm="")
-    return "\n".join(line for line in diff if not line.startswith(("---", "+++")))
-
-
 def _exercise_html(q: Question, config) -> str:
     """The starter file in an editor (download it, grade it with the CLI), the reference
     solution and the catalogue of realistic bugs the grader catches, each as its diff: folded."""
-    from graders import registry
-    from graders.exercise import mutant_property
+    from graders import mutants, registry
 
     ex = registry.get(q.grader)
     md = _markdown(config, "exercise-")
@@ -408,16 +384,12 @@ def _exercise_html(q: Question, config) -> str:
         return md.convert(f"{fence}{lang}\n{text}\n{fence}")
 
     bugs = []
-    for mutant in ex.mutants():
-        text = mutant.read_text(encoding="utf-8")
-        doc = re.match(r'\s*"""(.*?)"""', text, re.S)
-        summary = (doc.group(1).strip().splitlines()[0] if doc else mutant.stem).removeprefix("Mutant: ")
-        history = doc.group(1).strip().split("\n\n")[1].strip() if doc and "\n\n" in doc.group(1).strip() else ""
-        history = "" if history.startswith("Property:") else history
-        bugs.append(f'<li><p><strong>{html.escape(summary)}</strong> fails '
-                    f'<code>{html.escape(mutant_property(mutant))}</code>'
-                    + (f". {html.escape(history)}" if history else "") + "</p>"
-                    + code(_mutant_diff(reference, text), "diff") + "</li>")
+    for m in mutants.catalogue(ex):
+        history = m.label + (f" ({m.link})" if m.link else "") + f": {m.story}"
+        diff = "\n".join(line for line in m.diff.splitlines() if not line.startswith(("---", "+++")))
+        bugs.append(f'<li><p><strong>{html.escape(m.summary)}</strong> fails '
+                    f'<code>{html.escape(m.property)}</code>. {html.escape(history)}</p>'
+                    + code(diff, "diff") + "</li>")
     rows = max(12, min(40, starter.count("\n") + 2))
     return _excluded(
         f'<div class="qb-exercise" data-filename="{html.escape(filename)}">'

@@ -71,9 +71,6 @@ class Exercise:
     def starter(self) -> Path:
         return self.home / "starter.py"
 
-    def mutants(self) -> list[Path]:
-        return sorted((self.home / "mutants").glob("[!_]*.py"))
-
     def only(self, *names: str) -> "Exercise":
         """This exercise with runs for the named properties alone (a mutant's test needs just
         the one that must catch it). Every check stays live: a run that trips another
@@ -230,11 +227,3 @@ class GradedMachine(RuleBasedStateMachine):
         self.check(prop, reply.raised_builtin(exc),
                    f"{what} {reply.show() if reply.raised else 'returned ' + reply.show()}, "
                    f"expected it to raise {exc}")
-
-
-def mutant_property(mutant: Path) -> str:
-    """The property a mutant must fail on: the `Property: <name>` line of its docstring."""
-    found = re.search(r"^Property: (\S+)", mutant.read_text(), re.M)
-    if not found:
-        raise ValueError(f"{mutant} names no 'Property: <name>' line")
-    return found.group(1)

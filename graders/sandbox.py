@@ -64,9 +64,21 @@ class SandboxLimit(SandboxFatal):
 
 # The violation mark: the child inherits our RLIMIT_MSGQUEUE hard limit and lowers it to 0
 # when it breaks a rule (where it is already 0 here, only the pipe reports remain).
-_hard = resource.getrlimit(resource.RLIMIT_MSGQUEUE)[1]
-VIOLATION_MARK = "unlimited" if _hard == resource.RLIM_INFINITY else str(_hard)
-TICK = os.sysconf("SC_CLK_TCK")
+def _violation_mark() -> str | None:
+    """Our RLIMIT_MSGQUEUE hard limit as /proc prints it; None where the platform has no
+    rlimits (Pyodide, where the site's in-browser Check runs the child's code in process)."""
+    try:
+        hard = resource.getrlimit(resource.RLIMIT_MSGQUEUE)[1]
+    except (AttributeError, OSError, ValueError):
+        return None
+    return "unlimited" if hard == resource.RLIM_INFINITY else str(hard)
+
+
+VIOLATION_MARK = _violation_mark()
+try:
+    TICK = os.sysconf("SC_CLK_TCK")  # /proc CPU times are in clock ticks
+except (AttributeError, OSError, ValueError):
+    TICK = 100
 
 
 class ExactFloat(float):
@@ -243,7 +255,7 @@ class Sandbox:
     def _read_mark(self) -> None:
         """The child lowers its RLIMIT_MSGQUEUE hard limit to 0 at a violation; nothing it
         can do raises it again, so a suppressed pipe report still shows here."""
-        if self._proc is None or VIOLATION_MARK == "0":
+        if self._proc is None or VIOLATION_MARK in ("0", None):
             return
         try:
             with open(f"/proc/{self._proc.pid}/limits") as f:

@@ -252,8 +252,7 @@ def test_graded_questions_name_one_file_and_give_the_exact_grader_commands(site,
 
 
 def test_graded_questions_show_starter_reference_and_every_bug_they_catch(site, bank):
-    from graders import registry
-    from graders.exercise import mutant_property
+    from graders import mutants, registry
 
     for q in (q for q in bank if q.grader):
         page = read(site, page_of(q))
@@ -267,9 +266,11 @@ def test_graded_questions_show_starter_reference_and_every_bug_they_catch(site, 
         assert all(line in text for line in reference), f"{q.id}: the reference is not shown whole"
         assert re.search(r'<details class="qb-reference">', box), f"{q.id}: reference not folded"
         bugs = re.findall(r"<li><p><strong>.*?</li>", box, re.S)
-        assert len(bugs) == len(ex.mutants()), q.id
-        for bug, mutant in zip(bugs, ex.mutants()):
-            assert f"<code>{mutant_property(mutant)}</code>" in bug, (q.id, mutant.name)
+        catalogue = mutants.catalogue(ex)
+        assert catalogue and len(bugs) == len(catalogue), q.id
+        for bug, mutant in zip(bugs, catalogue):
+            assert f"<code>{mutant.property}</code>" in bug, (q.id, mutant.name)
+            assert mutant.label in bug, (q.id, mutant.name)
             assert 'class="gd"' in bug or 'class="gi"' in bug, f"{q.id}: {mutant.name} shows no diff"
         assert "qb-exercise" not in page[page.index('<div class="qb-prompt">'):page.index("</div>\n<search-exclude")]
 
@@ -737,8 +738,7 @@ def test_the_browser_grader_passes_the_reference_and_fails_a_mutant(chromium, se
     fails on the property it must fail, with a repro script. Pyodide boots once per page."""
     if BROWSER_GRADER["problem"]:
         _missing(f"the in-browser grader could not be fetched: {BROWSER_GRADER['problem']}")
-    from graders import registry
-    from graders.exercise import mutant_property
+    from graders import mutants, registry
 
     graded = [q for q in bank if q.grader]
     if not graded:
@@ -750,9 +750,9 @@ def test_the_browser_grader_passes_the_reference_and_fails_a_mutant(chromium, se
         reader.context.set_default_timeout(300_000)
         reader.open(page_of(q).removesuffix("index.html"))
         report = reader.page.locator(".qb-exercise__report")
-        mutant = ex.mutants()[0]
-        for name, source in (("reference", ex.reference), (mutant.stem, mutant)):
-            reader.page.fill("textarea.qb-editor", source.read_text(encoding="utf-8"))
+        mutant = mutants.catalogue(ex)[0]
+        for name, source in (("reference", ex.reference.read_text(encoding="utf-8")), (mutant.name, mutant.source())):
+            reader.page.fill("textarea.qb-editor", source)
             reader.page.evaluate("() => { delete document.querySelector('.qb-exercise__report').dataset.exit; }")
             reader.page.click('[data-exercise="check"]')
             reader.page.wait_for_function(
@@ -765,9 +765,9 @@ def test_the_browser_grader_passes_the_reference_and_fails_a_mutant(chromium, se
                 for prop in ex.properties:
                     assert f"  pass  {prop.name}" in text and prop.summary in text, (q.id, prop.name)
             else:
-                failing = mutant_property(mutant)
+                failing = mutant.property
                 assert exit_status == "1", text
-                assert re.search(rf"^  FAIL  {re.escape(failing)}\s", text, re.M), (q.id, mutant.stem, text)
+                assert re.search(rf"^  FAIL  {re.escape(failing)}\s", text, re.M), (q.id, mutant.name, text)
                 assert f"--- {failing}: minimal failing sequence ---" in text, text
             if q is graded[0]:
                 reader.screenshot(f"{q.id}-check-{'pass' if name == 'reference' else 'fail'}")

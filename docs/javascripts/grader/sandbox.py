@@ -19,6 +19,13 @@ for _name in ("ctypes", "resource", "select", "subprocess", "fcntl"):
         __import__(_name)
     except ImportError:
         sys.modules[_name] = types.ModuleType(_name)
+# Pyodide's `resource` has no rlimits; the child only names them to set limits on a process
+# this worker does not have, so inert stand-ins are enough.
+_resource = sys.modules["resource"]
+for _attr, _value in (("RLIMIT_MSGQUEUE", 12), ("RLIM_INFINITY", -1),
+                      ("getrlimit", lambda _which: (-1, -1)), ("setrlimit", lambda *_args: None)):
+    if not hasattr(_resource, _attr):
+        setattr(_resource, _attr, _value)
 
 from graders import registry, report, runner, sandbox  # noqa: E402
 
