@@ -16,7 +16,6 @@ be trusted, and the verdict is a fail whatever follows).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
