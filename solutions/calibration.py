@@ -203,22 +203,28 @@ FRACTIONS = np.round(np.arange(0.40, 1.0001, 0.01), 2)
 FLOORS_S = np.round(np.arange(0.0, 30.0001, 0.5), 1) * 1e-6
 
 
+def fit_layer_kernels(rows, gpu: GPU = A100_80GB_SXM) -> tuple[Efficiency, Efficiency]:
+    """The GEMM and elementwise `Efficiency` that best fit measured layer rows (a `LinearRow` per
+    model, TP and token count) priced on `gpu`: shared by the A100 and the Hopper fits."""
+    gemm = fit_efficiency([gemm_layer_cost(profiled_model(r.shape), r.num_tokens, r.tp) for r in rows],
+                          [r.linear_total_ms * 1e-3 for r in rows], GEMMS_PER_LAYER,
+                          FRACTIONS, FRACTIONS, FLOORS_S, gpu)
+    # elementwise kernels do no matmul: fit their bandwidth fraction and floor
+    elementwise = fit_efficiency([elementwise_layer_cost(profiled_model(r.shape), r.num_tokens, r.tp)
+                                  for r in rows], [_elementwise_ms(r) * 1e-3 for r in rows],
+                                 ELEMENTWISE_PER_LAYER, [1.0], FRACTIONS, FLOORS_S, gpu)
+    return gemm, elementwise
+
+
 def fit_a100() -> CalibratedEfficiency:
     """Re-derive `A100_FIT` from the training split of solutions/fidelity_a100.py."""
-    train = [r for r in data.LINEAR if r.model not in HELD_OUT_MODELS]
-    gemm = fit_efficiency([gemm_layer_cost(profiled_model(r.shape), r.num_tokens, r.tp) for r in train],
-                          [r.linear_total_ms * 1e-3 for r in train], GEMMS_PER_LAYER,
-                          FRACTIONS, FRACTIONS, FLOORS_S)
+    gemm, elementwise = fit_layer_kernels([r for r in data.LINEAR if r.model not in HELD_OUT_MODELS])
     # decode attention never turns compute-bound, so its compute fraction is not identifiable:
     # pin it to the GEMMs' and fit bandwidth and floor only
     att_train = [r for r in data.ATTENTION_DECODE if r.kv_cache_size < ATTENTION_HELD_OUT_FROM_CONTEXT]
     attention = fit_efficiency([attention_decode_cost(profiled_model(r.shape), r.batch_size, r.kv_cache_size)
                                 for r in att_train], [r.attn_decode_median_ms * 1e-3 for r in att_train], 1,
                                [gemm.compute], FRACTIONS, FLOORS_S)
-    # elementwise kernels do no matmul: fit their bandwidth fraction and floor
-    elementwise = fit_efficiency([elementwise_layer_cost(profiled_model(r.shape), r.num_tokens, r.tp)
-                                  for r in train], [_elementwise_ms(r) * 1e-3 for r in train],
-                                 ELEMENTWISE_PER_LAYER, [1.0], FRACTIONS, FLOORS_S)
     return CalibratedEfficiency(gemm, attention, elementwise, A100_FIT.source)
 
 

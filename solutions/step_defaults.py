@@ -13,8 +13,7 @@ from solutions import calibration as cal
 from solutions.calibration import A100_FIT
 from solutions.hardware import GPU
 from solutions.roofline import Efficiency
-from solutions.step_model import (ELEMENTWISE_PER_LAYER, GEMMS_PER_LAYER, Interconnect, KernelFit,
-                                  elementwise_layer_cost, gemm_layer_cost)
+from solutions.step_model import Interconnect, KernelFit
 
 # Per-step time outside the kernels of a CUDA-graph engine: scheduling the step, preparing its
 # inputs, sampling and the gaps between graph launches. Fitted (solutions.fidelity.fit_overheads) on
@@ -106,14 +105,8 @@ def fit_h100() -> KernelFit:
     from solutions import fidelity_h100 as data
     from solutions.hardware import H100_SXM
 
-    train = [r for r in data.LINEAR if r.model not in H100_HELD_OUT_MODELS]
-    gemm = cal.fit_efficiency([gemm_layer_cost(cal.profiled_model(r.shape), r.num_tokens, r.tp) for r in train],
-                              [r.linear_total_ms * 1e-3 for r in train], GEMMS_PER_LAYER,
-                              cal.FRACTIONS, cal.FRACTIONS, cal.FLOORS_S, H100_SXM)
-    elementwise = cal.fit_efficiency(
-        [elementwise_layer_cost(cal.profiled_model(r.shape), r.num_tokens, r.tp) for r in train],
-        [cal._elementwise_ms(r) * 1e-3 for r in train], ELEMENTWISE_PER_LAYER, [1.0], cal.FRACTIONS,
-        cal.FLOORS_S, H100_SXM)
+    gemm, elementwise = cal.fit_layer_kernels(
+        [r for r in data.LINEAR if r.model not in H100_HELD_OUT_MODELS], H100_SXM)
     return KernelFit(gemm, A100_FIT.attention, elementwise, HOPPER_FIT.source)
 
 
