@@ -6,10 +6,11 @@ reference solution in ``solutions/``. The engine needs no change.
 
 A property is a hypothesis ``RuleBasedStateMachine`` subclass of :class:`GradedMachine`.
 All of an exercise's properties share one machine: each check is tagged with the property
-it belongs to (``self.check("conservation", ok, why)``). The runner grades one property at a
-time (its *focus*, which a machine may use to steer its strategies), but every check is live
-in every run: a failed check fails the property it belongs to, whichever run found it, so a
-submission cannot pass by behaving only while a property is being watched. The one example a
+it belongs to (``self.check("conservation", ok, why)``). Each run has a *focus*, the property
+it is graded for (a machine may steer its strategies by it: such properties are named in
+``Exercise.steered`` and get runs of their own; the others share one run), and every check is
+live in every run: a failed check fails the property it belongs to, whichever run found it, so
+a submission cannot pass by behaving only while a property is being watched. The one example a
 run may drop is one that breaks a property already reported failed (its model can no longer
 be trusted, and the verdict is a fail whatever follows).
 """
@@ -59,6 +60,17 @@ class Exercise:
     steps: int = 30                 # hypothesis stateful_step_count
     all_properties: tuple[Property, ...] = ()  # set by only(): every property checks report on
     excused: tuple[str, ...] = ()   # set by all_but(): treated as already failed, not reported
+    steered: tuple[str, ...] = ()   # properties the machine generates differently for (its focus)
+
+    @property
+    def runs(self) -> tuple[tuple[Property, ...], ...]:
+        """The properties that share each hypothesis run. Under one seed a machine that does
+        not steer by its focus generates the same examples whatever the focus, so one run
+        checks all those properties at once (every check is live); a steered property gets
+        a run of its own."""
+        shared = tuple(p for p in self.properties if p.name not in self.steered)
+        alone = tuple((p,) for p in self.properties if p.name in self.steered)
+        return ((shared,) if shared else ()) + alone
 
     @property
     def every_property(self) -> tuple[Property, ...]:

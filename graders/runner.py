@@ -1,8 +1,10 @@
 """Grade one submission: load it in a sandbox, check its interface, run each property.
 
-Every property runs as its own hypothesis stateful test under one fixed profile (seeded,
-no example database, no deadline), so the same file and seed give the same verdict. A
-failure is shrunk by hypothesis and replayed; the replay's transcript becomes the repro.
+Properties are checked by hypothesis stateful runs under one fixed profile (seeded, no
+example database, no deadline), so the same file and seed give the same verdict; properties
+whose examples do not depend on the focus share a run (Exercise.runs). A failure is shrunk
+by hypothesis and replayed; the replay's transcript becomes the repro, and the run is
+repeated for the properties still open.
 
 A verdict rests only on examples the submission ran: any failed check fails its property,
 whichever run found it, and a pass needs at least `min_valid(examples)` clean examples.
@@ -14,7 +16,7 @@ verdict's status is `error` (rerun), never a failure of the code.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hypothesis import HealthCheck, Phase, Verbosity, seed as hypothesis_seed, settings
 from hypothesis.errors import Flaky, Unsatisfiable
@@ -193,24 +195,22 @@ def grade_mutant(exercise: Exercise, mutant, *, seed: int = 0, examples: int | N
 def _grade_properties(exercise, sandbox, verdict, filename, shrink, stop_first) -> None:
     everything = {p.name: p for p in exercise.every_property}
     results: dict[str, PropertyResult] = {}
-    for prop in exercise.properties:
-        if prop.name in results:
-            continue  # another run already failed it
-        if stop_first and any(r.failed for r in results.values()):
-            results[prop.name] = PropertyResult(prop.name, prop.summary, False,
-                                                "not checked: stopped at the first failure",
-                                                outcome=UNCHECKED)
-            continue
-        while prop.name not in results:
+    for group in exercise.runs:
+        while pending := [p for p in group if p.name not in results]:
             failed = frozenset(n for n, r in results.items() if r.failed)
             if stop_first and failed:
-                results[prop.name] = PropertyResult(prop.name, prop.summary, False,
-                                                    "not checked: stopped at the first failure",
-                                                    outcome=UNCHECKED)
+                for p in pending:
+                    results[p.name] = PropertyResult(p.name, p.summary, False, "not checked: "
+                                                     "stopped at the first failure",
+                                                     outcome=UNCHECKED)
                 break
-            result = _run_property(exercise, prop, sandbox, verdict.seed, verdict.examples,
-                                   filename, shrink, failed, everything)
-            results[result.name] = result  # its own, or another property a check failed
+            result = _run_property(exercise, pending[0], sandbox, verdict.seed,
+                                   verdict.examples, filename, shrink, failed, everything)
+            if result.failed:  # the focus or another property: the rest run again
+                results[result.name] = result
+            else:  # the run ended without a failure: its outcome is every open property's
+                for p in pending:
+                    results[p.name] = replace(result, name=p.name, summary=p.summary)
     # the graded properties first, in order; then any other a check failed on the way
     order = [p.name for p in exercise.properties]
     order += [p.name for p in exercise.every_property if p.name not in order]

@@ -557,4 +557,5 @@ EXERCISE = Exercise(
     reference=Path(__file__).resolve().parents[3] / "solutions" / "hash_prefix_cache.py",
     default_examples=60,
     steps=16,
+    steered=(COLLISIONS,),  # its run draws colliding keys; the others share one run
 )
