@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", metavar="PATH", help="write a results.json (Exercism v3 shape)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--examples", type=int, default=None,
-                   help="hypothesis examples per property (default: the exercise's)")
+                   help="hypothesis examples per run (default: the exercise's)")
     p.add_argument("--first-failure", action="store_true",
                    help="stop at the first failed property (the rest: not checked)")
     p.set_defaults(fn=cmd_check)

@@ -31,7 +31,7 @@ def test_reference_passes_every_property_at_the_default_count(capsys):
     verdict = runner.grade(EX, REFERENCE.read_text(), "reference.py")
     with capsys.disabled():
         print(f"\n[benchmark] hash-prefix-cache reference, {verdict.examples} examples x "
-              f"{len(verdict.properties)} properties: {verdict.seconds:.1f} s")
+              f"{len(EX.runs)} run(s) over {len(verdict.properties)} properties: {verdict.seconds:.1f} s")
     assert verdict.passed, [(p.name, p.reason) for p in verdict.properties]
     assert verdict.exit_status == 0 and verdict.score == 1.0
 

@@ -98,7 +98,7 @@ def test_default_count_benchmark(capsys):
     verdict = runner.grade(EX, REFERENCE.read_text(), "reference.py")
     with capsys.disabled():
         print(f"\n[benchmark] prefix-trie reference, {verdict.examples} examples x "
-              f"{len(verdict.properties)} properties: {verdict.seconds:.1f} s")
+              f"{len(EX.runs)} run(s) over {len(verdict.properties)} properties: {verdict.seconds:.1f} s")
     assert verdict.passed
 
 

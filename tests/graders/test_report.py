@@ -109,3 +109,24 @@ def test_a_limit_while_loading_is_no_verdict_either():
     verdict = runner.grade(EX, slow_load, "ref.py", limits=Limits(call_wall_s=0.3, call_cpu_s=5))
     assert not verdict.load_error and verdict.exit_status == 3, verdict.load_error
     assert "rerun on a quieter machine" in valid(verdict)["message"]
+
+
+def test_the_report_does_not_depend_on_what_else_the_process_imported(tmp_path):
+    """`grader check` alone, and the same check in a process that first imported other code
+    (a notebook's, a test suite's), print the same report for the same file and seed.
+    Hypothesis would mix literals from every imported local module into its draws; the
+    browser, which runs the same suite in Pyodide, gets none, and so must the CLI."""
+    import subprocess
+    import sys
+
+    ex = registry.get("scheduler")
+    mutant = mutants.find(ex, "admission_skips_head")
+    (tmp_path / "m.py").write_text(mutant.source())
+    check = f"sys.exit(main(['check', {ex.name!r}, 'm.py']))"
+    alone, after_other_code = (
+        subprocess.run([sys.executable, "-c", f"import sys{extra}; from graders.cli import main; "
+                        + check], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        for extra in ("", ", solutions.serving, solutions.step_model, solutions.fidelity"))
+    assert alone.returncode == 1, alone.stdout + alone.stderr
+    assert after_other_code.stdout == alone.stdout
+    assert report.text(runner.grade(ex, mutant.source(), "m.py")) == alone.stdout

@@ -136,17 +136,52 @@ PROPERTIES = (
 def requests(room: int) -> st.SearchStrategy:
     """(prompt_len, max_tokens, eos_at) of a request whose KV fits `room` tokens alone. Its peak
     (prompt_len + max_tokens - 1) is often over half the pool, so two requests contend for it;
-    eos_at is the output count whose token is end-of-sequence, 0 for none."""
+    eos_at is the output count whose token is end-of-sequence, 0 for none. Every strategy is
+    built once (hypothesis validates a new strategy object at its first draw, which was most
+    of a draw's cost)."""
+    # over half the pool (two contend), a quarter (many fit), a third to a half (three fit as
+    # prompts but not at their peaks: decode-heavy ones are preempted one after another, so
+    # swap-mode runs hold two victims at once), or anything
+    third = room // 3 + 1
+    peaks = st.one_of(st.integers(room // 2 + 1, room), st.integers(1, max(1, room // 4)),
+                      st.integers(third, max(third, room // 2)), st.integers(1, room))
+
     @st.composite
     def request(draw):
-        peak = draw(st.one_of(st.integers(room // 2 + 1, room), st.integers(1, max(1, room // 4)),
-                              st.integers(1, room)))
+        peak = draw(peaks)
         # half decode-heavy (a short prompt, all the rest output): such requests grow together,
         # so swap-mode runs reach two victims at once and resumes while others still run
-        max_tokens = draw(st.one_of(st.integers(1, min(8, peak)), st.just(min(8, peak))))
-        eos_at = draw(st.one_of(st.just(0), st.integers(0, max_tokens - 1)))
+        max_tokens = draw(_outputs(min(8, peak)))
+        eos_at = draw(_eos(max_tokens))
         return peak - max_tokens + 1, max_tokens, eos_at
     return request()
+
+
+@lru_cache(maxsize=None)
+def _outputs(most: int) -> st.SearchStrategy:
+    return st.one_of(st.integers(1, most), st.just(most))
+
+
+@lru_cache(maxsize=None)
+def _eos(max_tokens: int) -> st.SearchStrategy:
+    return st.one_of(st.just(0), st.integers(0, max_tokens - 1))
+
+
+@lru_cache(maxsize=None)
+def arrivals(room: int, min_size: int, max_size: int) -> st.SearchStrategy:
+    return st.lists(requests(room), min_size=min_size, max_size=max_size)
+
+
+@lru_cache(maxsize=None)
+def opening(room: int) -> st.SearchStrategy:
+    """The first arrivals: two to four of any kind, or a swarm of three or four decode-heavy
+    requests that fit the pool as prompts but not at their peaks. Those are preempted one
+    after another, so a swap-mode run holds two victims at once and the swapped queue's order
+    is tested (without the swarm, one swap-mode example in a hundred got there)."""
+    low = room // 3 + 1
+    swarmer = st.integers(low, max(low, room // 2 + 2)).map(
+        lambda peak: (peak - min(8, peak) + 1, min(8, peak), 0))
+    return st.one_of(arrivals(room, 2, 4), st.lists(swarmer, min_size=3, max_size=4))
 
 
 class EngineMachine(GradedMachine):
@@ -169,8 +204,7 @@ class EngineMachine(GradedMachine):
         self.budget = data.draw(st.integers(self.max_seqs, 8), label="token_budget")
         self.mode = data.draw(st.sampled_from(("recompute", "swap")), label="preemption")
         self.construct(self.budget, self.max_seqs, self.num_blocks, self.block_size, self.mode)
-        self.run_step(data.draw(st.lists(requests(self.num_blocks * self.block_size),
-                                         min_size=2, max_size=4), label="arrivals"))
+        self.run_step(data.draw(opening(self.num_blocks * self.block_size), label="arrivals"))
         self.clean = True
 
     @property
@@ -182,10 +216,9 @@ class EngineMachine(GradedMachine):
         """Up to three arrivals (while fewer than five requests are unfinished), then a step."""
         room = self.num_blocks * self.block_size
         self.clean = False
-        arrivals = data.draw(st.lists(requests(room), max_size=3 if len(self.live) < 5 else 0),
-                             label="arrivals")
-        if arrivals or self.live:  # an idle engine does not step
-            self.run_step(arrivals)
+        new = data.draw(arrivals(room, 0, 3 if len(self.live) < 5 else 0), label="arrivals")
+        if new or self.live:  # an idle engine does not step
+            self.run_step(new)
         self.clean = True
 
     @precondition(lambda self: any(r.status != FINISHED for r in self.reqs.values()))
