@@ -145,7 +145,7 @@ def _browser_grader_files():
         return
     for name in fetched.CORE:
         yield f"assets/pyodide/{name}", str(fetched.core_dir() / name), None
-    wheels = sorted(p.name for p in fetched.wheels_dir().glob("*.whl"))
+    wheels = sorted(fetched.wheel(spec).name for spec in fetched.WHEELS)
     for name in wheels:
         yield f"assets/pyodide/{name}", str(fetched.wheels_dir() / name), None
     yield "assets/pyodide/manifest.json", None, json.dumps({"pyodide": fetched.PYODIDE, "wheels": wheels})
@@ -404,7 +404,9 @@ def _exercise_html(q: Question, config) -> str:
         + ('<button type="button" class="md-button md-button--primary" data-exercise="check" '
            f'data-grader="{q.grader}" data-limit="{CHECK_LIMIT_S}">Check in the browser</button> ' if _build.get("browser_grader") else "")
         + '<span class="qb-exercise__saved" aria-live="polite"></span></p>'
-        + ('<p class="qb-exercise__note">Check runs the same property suite as <code>grader check</code>, '
+        + ('<p class="qb-exercise__note">Check runs what <code>grader check</code> runs (the same '
+           "properties, hypothesis version and seed, so the same report and repro; only numbers "
+           "from Python's built-in <code>hash()</code> differ, as the browser's Python is 32-bit), "
            "in Python compiled to WebAssembly (Pyodide, served by this site) inside a Web Worker "
            f"that is stopped after {CHECK_LIMIT_S} s. The first check loads about 13 MB.</p>"
            '<pre class="qb-out qb-exercise__report" tabindex="0" aria-live="polite" hidden></pre>'
@@ -506,6 +508,17 @@ def _web_png(data: bytes) -> bytes:
     return out
 
 
+def _downscaled(data: bytes, width: int, height: int) -> bytes:
+    """A 2x plot at its layout size, for 1x screens (srcset picks one: a phone gets the sharp
+    one, a laptop downloads no more than before)."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as im:
+        buffer = io.BytesIO()
+        im.resize((int(width), int(height)), Image.Resampling.LANCZOS).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
 def _plain(md_text: str) -> str:
     """Prose for alt text: Markdown and TeX markup dropped, first sentence or two kept."""
     text = re.sub(r"```.*?```", " ", md_text, flags=re.S)
@@ -558,17 +571,25 @@ class _Renderer:
         return f'<div class="qb-nb-md">{self.markdown(text)}</div>'
 
     def plot(self, data: bytes, ext: str, code: str, k: int, n: int, meta: dict) -> str:
-        name = f"{PLOTS_DIR}/{hashlib.sha256(data).hexdigest()[:16]}.{ext}"
-        _build.setdefault("plots", {})[name] = _web_png(data) if ext == "png" else data
-        url = get_relative_url(name, self.page_url)
         size = _png_size(data) if ext == "png" else None
         width, height = meta.get("width"), meta.get("height")
         if size and not width:
             width, height = size
+        sharp = self._file(_web_png(data) if ext == "png" else data, ext)
+        src, srcset = sharp, ""
+        if size and width and height and size[0] >= 2 * width:  # a 2x plot (the notebooks' retina)
+            src = self._file(_web_png(_downscaled(data, width, height)), "png")
+            srcset = f' srcset="{src} 1x, {sharp} 2x"'
         dims = f' width="{width}" height="{height}"' if width and height else ""
-        return (f'<figure class="qb-plot"><a href="{url}" title="Open the plot full size">'
-                f'<img src="{url}" alt="{_alt(code, self.caption, k, n)}"{dims} loading="lazy" '
-                f'decoding="async"></a></figure>')
+        return (f'<figure class="qb-plot"><a href="{sharp}" title="Open the plot full size">'
+                f'<img src="{src}"{srcset} alt="{_alt(code, self.caption, k, n)}"{dims} '
+                f'loading="lazy" decoding="async"></a></figure>')
+
+    def _file(self, data: bytes, ext: str) -> str:
+        """Serve `data` as a plot file named by its content; its URL from this page."""
+        name = f"{PLOTS_DIR}/{hashlib.sha256(data).hexdigest()[:16]}.{ext}"
+        _build.setdefault("plots", {})[name] = data
+        return get_relative_url(name, self.page_url)
 
     def output(self, out: dict, code: str, images: list) -> str:
         kind = out.get("output_type")
