@@ -35,6 +35,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
+from PIL import Image
 
 from solutions.bank import DIFFICULTIES, TOPICS, load_bank
 
@@ -234,6 +235,12 @@ def test_every_plot_is_a_file_with_alt_text(site, bank):
             assert img["src"].startswith("../../../assets/plots/"), (q.id, img["src"][:60])
             assert len(img.get("alt", "")) > 20 and "No description" not in img["alt"], (q.id, img)
             assert img.get("width") and img.get("height"), q.id
+            # sharp screens: a 2x file beside the 1x one, the browser picks (notebooks are retina)
+            plain, sharp = re.fullmatch(r"(\S+\.png) 1x, (\S+\.png) 2x", img.get("srcset", "")).groups()
+            assert plain == img["src"], (q.id, img)
+            for url, scale in ((plain, 1), (sharp, 2)):
+                with Image.open(site / "questions" / q.topic / q.slug / url) as im:
+                    assert im.size == (scale * int(img["width"]), scale * int(img["height"])), (q.id, url)
 
 
 def test_graded_questions_name_one_file_and_give_the_exact_grader_commands(site, bank):
@@ -469,10 +476,10 @@ class Reader:
     """A browser tab that refuses every request not for the test server and remembers what it
     refused, every console error, and every failed response."""
 
-    def __init__(self, browser, base: str, scheme: str = "light", width: int = 1280):
+    def __init__(self, browser, base: str, scheme: str = "light", width: int = 1280, scale: float = 1):
         self.base = base
         self.context = browser.new_context(viewport={"width": width, "height": 900},
-                                           color_scheme=scheme)
+                                           color_scheme=scheme, device_scale_factor=scale)
         self.context.set_default_timeout(15_000)
         self.outside: list[str] = []
         self.errors: list[str] = []
@@ -865,12 +872,18 @@ PHONE = r"""() => {
 
 
 def test_a_phone_reader_gets_readable_plots_and_sideways_scrolling(chromium, server, showcase, bank):
-    reader = Reader(chromium, server, width=390)
+    reader = Reader(chromium, server, width=390, scale=3)
     for path in ("", page_of(showcase).removesuffix("index.html")):
         reader.open(path)
         if path:
             reader.page.click("details.qb-answer > summary")
             reader.typeset()
+            plot = reader.page.locator("figure.qb-plot img").first
+            plot.scroll_into_view_if_needed()
+            reader.page.wait_for_function("(img) => img.complete && img.currentSrc", arg=plot.element_handle())
+            sharp = plot.get_attribute("srcset").split(", ")[1].split(" ")[0]
+            assert plot.evaluate("(img) => img.currentSrc").endswith(sharp.lstrip("./")), \
+                "a 3x phone got the 1x plot"
         found = reader.page.evaluate(PHONE)
         assert found["page"] <= found["view"], f"/{path}: the page scrolls sideways: {found['wide'][:5]}"
         assert not found["wide"], f"/{path}: content wider than the phone: {found['wide'][:5]}"
