@@ -20,6 +20,7 @@ import hashlib
 import html
 import io
 import json
+import os
 import re
 import struct
 from collections import Counter
@@ -504,7 +505,9 @@ def _web_png(data: bytes) -> bytes:
     except (OSError, SyntaxError, ValueError):
         return data  # not an image Pillow reads: served as the notebook has it
     cached.parent.mkdir(parents=True, exist_ok=True)
-    cached.write_bytes(out)
+    partial = cached.with_suffix(f".{os.getpid()}.part")  # two builds at once (test workers)
+    partial.write_bytes(out)                               # never read each other's half file
+    os.replace(partial, cached)
     return out
 
 

@@ -11,6 +11,7 @@ later ones ship compiled wheels only), so the browser's report and repro are the
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import subprocess
 import sys
@@ -57,6 +58,15 @@ def wheel(spec: str) -> Path | None:
 
 
 def fetch() -> None:
+    """Fetch what is missing. Under a lock: two test workers may build the site at once."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ready():
+            _fetch()
+
+
+def _fetch() -> None:
     npm = shutil.which("npm")
     if npm is None:
         raise SystemExit("npm is needed to fetch Pyodide from the npm registry")

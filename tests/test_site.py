@@ -10,7 +10,7 @@ as any web host serves it, every request that leaves localhost refused: a reader
 answer and shows its code, marks a question done (it stays done after a reload and fills the
 progress bar), filters the question table, runs a three-question mock interview, edits a starter
 file and checks it in the browser (Pyodide in a Web Worker: the reference passes, a mutant fails on
-its property), searches, reads on a 390 px phone; axe-core finds no serious or critical violation on any page in either colour
+its property: tests/test_site_check.py), searches, reads on a 390 px phone; axe-core finds no serious or critical violation on any page in either colour
 scheme; the page weights stay within budget (printed). Screenshots go to test-artifacts/site/.
 """
 
@@ -80,6 +80,14 @@ def build(tmp_path_factory):
 @pytest.fixture(scope="module")
 def site(build):
     return build[0]
+
+
+def report_table(name: str, text: str) -> None:
+    """Print a measurement table and keep it in test-artifacts/site/<name>.txt (under pytest-xdist
+    a worker's output is not shown)."""
+    print(text)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / f"{name}.txt").write_text(text.strip() + "\n", encoding="utf-8")
 
 
 def page_of(q) -> str:
@@ -238,9 +246,10 @@ def test_every_plot_is_a_file_with_alt_text(site, bank):
             # sharp screens: a 2x file beside the 1x one, the browser picks (notebooks are retina)
             plain, sharp = re.fullmatch(r"(\S+\.png) 1x, (\S+\.png) 2x", img.get("srcset", "")).groups()
             assert plain == img["src"], (q.id, img)
-            for url, scale in ((plain, 1), (sharp, 2)):
+            for url, scale in ((plain, 1), (sharp, 2)):  # a 2x plot may be a pixel over (odd sizes)
                 with Image.open(site / "questions" / q.topic / q.slug / url) as im:
-                    assert im.size == (scale * int(img["width"]), scale * int(img["height"])), (q.id, url)
+                    over = [got - scale * int(want) for got, want in zip(im.size, (img["width"], img["height"]))]
+                    assert all(0 <= d < scale for d in over), (q.id, url, im.size)
 
 
 def test_graded_questions_name_one_file_and_give_the_exact_grader_commands(site, bank):
@@ -737,85 +746,6 @@ def test_an_exercise_starts_from_the_starter_file_and_downloads_it(reader, bank)
     reader.assert_clean()
 
 
-CHECK_SECONDS = 30  # the issue's budget for one Check, first boot of Python included
-
-
-def _browser_cpu_seconds() -> float:
-    """CPU seconds used so far by this test's descendants (Playwright's driver and Chromium's
-    processes, the Web Worker's thread among them): a Check is budgeted in CPU time, which a
-    busy machine does not inflate, so load cannot fail it (its wall time is printed)."""
-    parents, cpu = {}, {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # exited while we looked
-        pid = int(stat.parent.name)
-        parents[pid] = int(fields[1])
-        cpu[pid] = (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / tick
-    mine, frontier = set(), {os.getpid()}
-    while frontier:
-        frontier = {pid for pid, parent in parents.items() if parent in frontier} - mine
-        mine |= frontier
-    return sum(cpu[pid] for pid in mine)
-
-
-def _builtin_hashes_masked(report_text: str) -> str:
-    """A report with values of Python's built-in hash() masked: a tuple's hash is 64-bit in the
-    CLI and 32-bit in Pyodide (wasm32), and q47's spec keys blocks with it."""
-    return re.sub(r"\b\d{9,}\b", "<hash>", report_text)
-
-
-def test_the_browser_grader_prints_what_the_cli_prints(chromium, server, build, bank):
-    """Check, in the page, for each graded question: the reference passes and a catalogued
-    mutant fails on the property it must fail, and each report (verdict, reasons, repro) is
-    the one `grader check` prints for the same file, within CHECK_SECONDS. Pyodide boots once
-    per page, inside the first check."""
-    if BROWSER_GRADER["problem"]:
-        _missing(f"the in-browser grader could not be fetched: {BROWSER_GRADER['problem']}")
-    from graders import mutants, registry, report, runner
-
-    graded = [q for q in bank if q.grader]
-    if not graded:
-        pytest.skip("no graded question yet")
-    timings = []
-    for q in graded:
-        ex = registry.get(q.grader)
-        reader = Reader(chromium, server)
-        reader.context.set_default_timeout(300_000)
-        reader.open(page_of(q).removesuffix("index.html"))
-        filename = reader.page.get_attribute(".qb-exercise", "data-filename")
-        out = reader.page.locator(".qb-exercise__report")
-        mutant = mutants.catalogue(ex)[0]
-        for name, source in (("reference", ex.reference.read_text(encoding="utf-8")), (mutant.name, mutant.source())):
-            reader.page.fill("textarea.qb-editor", source)
-            reader.page.evaluate("() => { delete document.querySelector('.qb-exercise__report').dataset.exit; }")
-            cpu = _browser_cpu_seconds()
-            reader.page.click('[data-exercise="check"]')
-            reader.page.wait_for_function(
-                "() => document.querySelector('.qb-exercise__report').dataset.exit !== undefined")
-            cpu = _browser_cpu_seconds() - cpu
-            text, exit_status = out.inner_text(), out.get_attribute("data-exit")
-            seconds = float(out.get_attribute("data-seconds"))
-            timings.append((q.id, name, seconds, cpu))
-            cli = runner.grade(ex, source, filename)
-            shown = text[:text.rindex("\n(exit status")]
-            assert _builtin_hashes_masked(shown) == _builtin_hashes_masked(report.text(cli)), (q.id, name)
-            assert exit_status == str(cli.exit_status) == ("0" if name == "reference" else "1"), text
-            if name != "reference":
-                assert re.search(rf"^  FAIL  {re.escape(mutant.property)}\s", text, re.M), (q.id, name)
-                assert f"--- {mutant.property}: minimal failing sequence ---" in text or \
-                    "minimal failing sequence ---" in text, text
-            assert cpu <= CHECK_SECONDS, f"{q.id} {name}: Check took {cpu:.1f} CPU s in the browser"
-            if q is graded[0]:
-                reader.screenshot(f"{q.id}-check-{'pass' if name == 'reference' else 'fail'}")
-        reader.assert_clean()
-    print("\nin-browser Check (Pyodide in a Web Worker; the first check of a page boots Python):")
-    for qid, name, seconds, cpu in timings:
-        print(f"  {qid} {name:32} {seconds:6.1f} s wall {cpu:6.1f} s CPU (browser processes)")
-
-
 def test_search_finds_a_question_by_its_id(reader, bank):
     q = bank[0]
     reader.open()
@@ -1006,9 +936,9 @@ def test_page_weights_stay_within_budget(chromium, server, site, bank):
     rows = [("home", *_weigh(chromium, server, "", reveal=False))]
     for q in heaviest:
         rows.append((q.id, *_weigh(chromium, server, page_of(q).removesuffix("index.html"), reveal=True)))
-    print("\npage weight, first visit, answer revealed (kB transferred with gzip / decoded, requests):")
-    for name, sent, decoded, n in rows:
-        print(f"  {name:5} {sent / 1000:7.0f} kB  {decoded / 1000:7.0f} kB  {n:3d}")
+    report_table("page-weights", "\npage weight, first visit, answer revealed (kB transferred with gzip / decoded, requests):\n"
+                 + "\n".join(f"  {name:5} {sent / 1000:7.0f} kB  {decoded / 1000:7.0f} kB  {n:3d}"
+                             for name, sent, decoded, n in rows))
     over = [(name, round(sent / 1000)) for name, sent, _, _ in rows
             if sent > 1000 * BUDGET_KB["home" if name == "home" else "question"]]
     assert not over, f"over budget (home {BUDGET_KB['home']} kB, question {BUDGET_KB['question']} kB): {over}"

@@ -20,7 +20,7 @@ REFERENCE = EX.reference
 
 def engine_fails_exactly(source, expected):
     """Each expected property fails at the default count; every other one passes."""
-    failing = runner.grade(EX.only(*expected), source, "engine.py")
+    failing = runner.grade(EX.only(*expected), source, "engine.py", shrink=False)
     assert [p.name for p in failing.properties if p.passed] == []
     passing = runner.grade(EX.all_but(*expected), source, "engine.py", examples=20)
     assert [p.name for p in passing.properties if not p.passed] == []
@@ -49,13 +49,14 @@ def test_at_least_eight_mutants_cover_every_property():
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
 def test_mutant_fails_on_its_property(mutant):
+    """At the default count, unshrunk: shrinking changes the repro, not the verdict (the
+    repro tests below shrink)."""
     expected = mutant.property
-    verdict = runner.grade(EX.only(expected), mutant.source(), mutant.name)  # default count
+    verdict = runner.grade(EX.only(expected), mutant.source(), mutant.name, shrink=False)
     result = verdict.result(expected)
     assert verdict.exit_status == 1
     assert not result.passed, f"{mutant.name} should fail {expected}"
     assert not result.reason.startswith(("not checked", "sandbox", "the submission's"))
-    assert result.script.count("\n") < 45  # a short repro, not a dump
     assert "PrefixCache(" in result.script
 
 
@@ -122,6 +123,7 @@ def test_repro_script_runs_and_shows_the_bug(tmp_path):
     (tmp_path / "m.py").write_text(mutant.source())
     verdict = runner.grade(EX.only("revival"), mutant.source(), "m.py", examples=20)
     script = verdict.result("revival").script
+    assert script.count("\n") < 45  # shrunk: a short repro, not a dump
     (tmp_path / "repro.py").write_text(script)
     done = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=30)
