@@ -18,3 +18,13 @@ def pytest_terminal_summary(terminalreporter):
     for path, seconds in sorted(_notebook_seconds.items(), key=lambda kv: -kv[1]):
         terminalreporter.write_line(f"{seconds:7.2f} s  {path}")
     terminalreporter.write_line(f"{sum(_notebook_seconds.values()):7.2f} s  total")
+
+
+# The slowest files (each a long, serial browser session) first: under pytest-xdist a file stays
+# on one worker, so they start while the other worker takes the many short files, instead of
+# running alone at the end.
+FIRST = ("tests/test_site.py", "tests/test_site_check.py")
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in FIRST)  # stable: order kept
