@@ -1,6 +1,12 @@
-"""Shows how long each notebook took to execute, so a slow answer is seen, not guessed."""
+"""Shows how long each notebook took to execute, so a slow answer is seen, not guessed, and the
+measurement tables the site's tests keep (a pytest-xdist worker's own output is not shown)."""
 
+import time
 from collections import defaultdict
+from pathlib import Path
+
+MEASUREMENTS = Path(__file__).parent / "test-artifacts" / "site"
+_session_start = [time.time()]
 
 _notebook_seconds: dict[str, float] = defaultdict(float)
 
@@ -11,7 +17,16 @@ def pytest_runtest_logreport(report):
         _notebook_seconds[path] += report.duration
 
 
+def pytest_sessionstart(session):
+    _session_start[0] = time.time()
+
+
 def pytest_terminal_summary(terminalreporter):
+    tables = sorted(p for p in MEASUREMENTS.glob("*.txt") if p.stat().st_mtime >= _session_start[0])
+    if tables:
+        terminalreporter.section("measurements (kept in test-artifacts/site/)")
+        for table in tables:
+            terminalreporter.write_line(table.read_text(encoding="utf-8").rstrip())
     if not _notebook_seconds:
         return
     terminalreporter.section("notebook execution time")

@@ -892,7 +892,8 @@ def test_axe_finds_no_serious_violation_on_any_page(chromium, server, site, bank
     if scheme == "dark":
         reader.open(_site_pages(site)[-1])
         reader.screenshot("dark", full_page=False)
-    print(f"\naxe ({scheme}): {checked} pages, serious or critical: {sum(map(len, found.values()))}")
+    report_table(f"axe-{scheme}", f"\naxe ({scheme}): {checked} pages, serious or critical: "
+                 f"{sum(map(len, found.values()))}")
     assert not found, json.dumps(found, indent=1)
     reader.assert_clean()
 
