@@ -39,8 +39,8 @@ _providers._get_local_constants = lambda: _providers._local_constants
 
 # Hypothesis stops shrinking after 500 successful shrinks. On the 60 catalogued mutants no
 # shrink went past 30 but two: one repro came out 10 lines shorter for it (19 -> 9), the other
-# one line shorter for 1,400 more examples (28 s on a laptop, a minute in the browser). A count,
-# not a clock, so the repro stays the same on every machine.
+# one line shorter for 1,400 more examples (28 s on a 2-core machine, about a minute in the
+# browser). A count, not a clock, so the repro stays the same on every machine.
 MAX_SHRINKS = 30
 _engine.MAX_SHRINKS = MAX_SHRINKS
 
