@@ -482,18 +482,25 @@ def _png_size(data: bytes) -> tuple[int, int] | None:
     return None
 
 
-def _web_png(data: bytes) -> bytes:
+def _web_png(data: bytes, size: tuple[int, int] | None = None) -> bytes:
     """A notebook's PNG re-encoded with a 256-colour palette: plots have few colours, so this is
-    about a third of the bytes and looks the same. Cached by content; an image with transparency,
-    or one the palette would not shrink, is kept as it is."""
+    about a third of the bytes and looks the same. Resized to `size` first when given (the 1x
+    copy of a 2x plot, for 1x screens). Cached by content and size; an image with transparency,
+    or one the palette would not shrink, is kept as it is (resized)."""
     from PIL import Image
 
-    cached = ROOT / CACHE_DIR / "plots" / f"{hashlib.sha256(data).hexdigest()[:24]}.png"
+    tag = "" if size is None else f"-{size[0]}x{size[1]}"
+    cached = ROOT / CACHE_DIR / "plots" / f"{hashlib.sha256(data).hexdigest()[:24]}{tag}.png"
     if cached.is_file():
         return cached.read_bytes()
-    out = data
     try:
-        with Image.open(io.BytesIO(data)) as im:
+        with Image.open(io.BytesIO(data)) as original:
+            im = original if size is None else original.resize(size, Image.Resampling.LANCZOS)
+            if size is not None:
+                buffer = io.BytesIO()
+                im.save(buffer, "PNG")
+                data = buffer.getvalue()
+            out = data
             opaque = im.mode == "RGB" or (im.mode == "RGBA" and im.getextrema()[3] == (255, 255))
             if opaque:
                 small = im.convert("RGB").quantize(256, method=Image.Quantize.FASTOCTREE,
@@ -509,17 +516,6 @@ def _web_png(data: bytes) -> bytes:
     partial.write_bytes(out)                               # never read each other's half file
     os.replace(partial, cached)
     return out
-
-
-def _downscaled(data: bytes, width: int, height: int) -> bytes:
-    """A 2x plot at its layout size, for 1x screens (srcset picks one: a phone gets the sharp
-    one, a laptop downloads no more than before)."""
-    from PIL import Image
-
-    with Image.open(io.BytesIO(data)) as im:
-        buffer = io.BytesIO()
-        im.resize((int(width), int(height)), Image.Resampling.LANCZOS).save(buffer, "PNG")
-    return buffer.getvalue()
 
 
 def _plain(md_text: str) -> str:
@@ -581,7 +577,7 @@ class _Renderer:
         sharp = self._file(_web_png(data) if ext == "png" else data, ext)
         src, srcset = sharp, ""
         if size and width and height and size[0] >= 2 * width:  # a 2x plot (the notebooks' retina)
-            src = self._file(_web_png(_downscaled(data, width, height)), "png")
+            src = self._file(_web_png(data, (int(width), int(height))), "png")
             srcset = f' srcset="{src} 1x, {sharp} 2x"'
         dims = f' width="{width}" height="{height}"' if width and height else ""
         return (f'<figure class="qb-plot"><a href="{sharp}" title="Open the plot full size">'
