@@ -132,6 +132,9 @@ PROPERTIES = (
 )
 
 
+MAX_OUTPUTS = 8  # a generated request's max_tokens, at most
+
+
 @lru_cache(maxsize=None)
 def requests(room: int) -> st.SearchStrategy:
     """(prompt_len, max_tokens, eos_at) of a request whose KV fits `room` tokens alone. Its peak
@@ -151,7 +154,7 @@ def requests(room: int) -> st.SearchStrategy:
         peak = draw(peaks)
         # half decode-heavy (a short prompt, all the rest output): such requests grow together,
         # so swap-mode runs reach two victims at once and resumes while others still run
-        max_tokens = draw(_outputs(min(8, peak)))
+        max_tokens = draw(_outputs(min(MAX_OUTPUTS, peak)))
         eos_at = draw(_eos(max_tokens))
         return peak - max_tokens + 1, max_tokens, eos_at
     return request()
@@ -180,7 +183,7 @@ def opening(room: int) -> st.SearchStrategy:
     is tested (without the swarm, one swap-mode example in a hundred got there)."""
     low = room // 3 + 1
     swarmer = st.integers(low, max(low, room // 2 + 2)).map(
-        lambda peak: (peak - min(8, peak) + 1, min(8, peak), 0))
+        lambda peak: (peak - min(MAX_OUTPUTS, peak) + 1, min(MAX_OUTPUTS, peak), 0))
     return st.one_of(arrivals(room, 2, 4), st.lists(swarmer, min_size=3, max_size=4))
 
 
