@@ -12,14 +12,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solutions import calibration as cal
-from solutions import fidelity_h100, models, step_defaults
-from solutions.fidelity_serving import ServingRun
+from solutions.calibration import kernel_fits as cal
+from solutions import models, step_defaults
+from solutions.calibration import h100_profiles as fidelity_h100
+from solutions.calibration.vllm_serving_runs import ServingRun
 from solutions.hardware import GPU, GPUS, H100_SXM
 from solutions.models import Model
 from solutions.roofline import IDEAL
 from solutions.serving import LogNormal, Replica, Workload, simulate
-from solutions.step_defaults import H100_HELD_OUT_MODELS, HOPPER_FIT
+from solutions.calibration.kernel_fits import H100_HELD_OUT_MODELS
+from solutions.step_defaults import HOPPER_FIT
 from solutions.step_model import (ELEMENTWISE_PER_LAYER, GEMMS_PER_LAYER, KernelFit, StepModel,
                                   elementwise_layer_cost, gemm_layer_cost)
 
