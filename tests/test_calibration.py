@@ -161,7 +161,7 @@ def test_h100_held_out_layers_are_within_the_targets():
 
 def test_h100_training_and_test_shapes_do_not_overlap():
     def shape(p):
-        s = fidelity.fidelity_h100.SHAPES[p.model]
+        s = fidelity.h100_profiles.SHAPES[p.model]
         return (s.hidden, s.heads, s.kv_heads, s.intermediate)
     points = fidelity.h100_points()
     assert not {shape(p) for p in points if p.held_out} & {shape(p) for p in points if not p.held_out}

@@ -14,7 +14,7 @@ import numpy as np
 
 from solutions.calibration import kernel_fits as cal
 from solutions import models, step_defaults
-from solutions.calibration import h100_profiles as fidelity_h100
+from solutions.calibration import h100_profiles
 from solutions.calibration.vllm_serving_runs import ServingRun
 from solutions.hardware import GPU, GPUS, H100_SXM
 from solutions.models import Model
@@ -38,7 +38,7 @@ def h100_points(fit: KernelFit = HOPPER_FIT, gpu: GPU = H100_SXM) -> list[cal.Po
     "decode layer" up to calibration.DECODE_MAX_TOKENS tokens, "prefill layer" above; held out
     when its model is one the Hopper fit never saw."""
     out = []
-    for r in fidelity_h100.LINEAR:
+    for r in h100_profiles.LINEAR:
         model = cal.profiled_model(r.shape)
         out.append(cal.Point(
             kind="decode layer" if r.num_tokens <= cal.DECODE_MAX_TOKENS else "prefill layer",
