@@ -17,7 +17,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
-from graders.exercise import Exercise, GradedMachine, Method, Property, Step
+from graders.exercise import Exercise, GradedMachine, Method, Property
 from graders.exercises.beam_fork.model import BeamModel, blocks_for, slot_of
 
 CONTENT = "content-equal"
@@ -156,12 +156,7 @@ class BeamMachine(GradedMachine):
 
     def act(self, calls: list[tuple[str, tuple, bool]]):
         """One round trip: (method, args, read-only?) in order; all run, even after a raise."""
-        steps = [Step(m, tuple(a), query=q) for m, a, q in calls]
-        self.transcript.steps.extend(steps)
-        replies = self.sandbox.call_many([(m, list(a)) for m, a, _ in calls])
-        for step, reply in zip(steps, replies):
-            step.reply = reply
-        return replies
+        return self.send(calls)
 
     # -- the beam search -------------------------------------------------------------
     @initialize(width=st.integers(1, MAX_WIDTH), block_size=st.integers(1, MAX_BLOCK_SIZE),

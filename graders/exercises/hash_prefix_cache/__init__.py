@@ -19,7 +19,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
-from graders.exercise import Exercise, GradedMachine, Method, Property, Step
+from graders.exercise import Exercise, GradedMachine, Method, Property
 
 CHAINING = "chaining"
 EXTRA_KEYS = "extra-keys"
@@ -233,11 +233,8 @@ class CacheMachine(GradedMachine):
 
     def act(self, method: str, *args):
         """One round trip: the action, then every read of the state after it."""
-        steps = [Step(method, args)] + [Step(m, a, query=True) for m, a in self.reads()]
-        self.transcript.steps.extend(steps)
-        replies = self.sandbox.call_many([(s.method, list(s.args)) for s in steps])
-        for step, reply in zip(steps, replies):
-            step.reply = reply
+        replies = self.send([(method, args, False)] +
+                            [(m, a, True) for m, a in self.reads()])
         return replies[0], replies[1:]
 
     def draw_prompt(self, data, again=False):

@@ -17,7 +17,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
-from graders.exercise import Exercise, GradedMachine, Method, Property, Step
+from graders.exercise import Exercise, GradedMachine, Method, Property
 from graders.exercises.scheduler.engine import (
     FINISHED, PREEMPTED, QUEUE_OF, RUNNING, SWAPPED, WAITING, Record, blocks, parse_plan,
     parse_queues,
@@ -490,12 +490,7 @@ class EngineMachine(GradedMachine):
 
     def batch(self, calls):
         """Calls in one round trip; actions stay in the repro, read-only ones are queries."""
-        steps = [Step(m, tuple(a), query=q) for m, a, q in calls]
-        self.transcript.steps.extend(steps)
-        replies = self.sandbox.call_many([(m, list(a)) for m, a, _ in calls])
-        for s, reply in zip(steps, replies):
-            s.reply = reply
-        return replies
+        return self.send(calls)
 
 
 EXERCISE = Exercise(
