@@ -302,8 +302,17 @@ def _run_property(exercise, prop, sandbox: Sandbox, seed, examples, filename, sh
         _reload(exercise, sandbox)
     except (Unsatisfiable, TooManyDropped):
         result = _unchecked(prop, failed, stats.valid, examples, stats.started)
-    except Flaky:
-        raise NotDeterministic(NONDETERMINISTIC) from None
+    except Flaky as flaky:
+        cut = next((e for e in getattr(flaky, "exceptions", ()) if isinstance(e, SandboxLimit)),
+                   None)
+        if cut is None:
+            raise NotDeterministic(NONDETERMINISTIC) from None
+        # a limit cut the first run of an example and not its replay: the machine, not the
+        # class, was inconsistent (a busy moment), so this is a limit's no verdict
+        result = PropertyResult(prop.name, prop.summary, False, f"not checked (limit): {cut}",
+                                outcome=LIMIT)
+        sandbox.restart()
+        _reload(exercise, sandbox)
     else:
         result.examples = stats.valid
         if stats.valid < min_valid(examples) or stats.dropped:

@@ -240,9 +240,12 @@ class CacheMachine(GradedMachine):
     def draw_prompt(self, data, again=False):
         """A new prompt, or one of the last few prompts repeated, extended (a chat's next
         turn: most of it kept, new tokens after) or cut at a block boundary (fully cached:
-        the last-token rule recomputes its last block, making a duplicate). Repeats and
-        shared prefixes are where a prefix cache goes wrong."""
-        kind = (data.draw(st.integers(1 if again else 0, 3), label="kind") if self.prompts
+        the last-token rule recomputes its last block, making a duplicate), or with its
+        first block changed and the rest kept (every later block has the same tokens at the
+        same position after another prefix: a key without the parent's, or with the position
+        in its place, collides). Repeats and shared prefixes are where a prefix cache goes
+        wrong."""
+        kind = (data.draw(st.integers(1 if again else 0, 4), label="kind") if self.prompts
                 else 0)
         if not kind:
             base, extra = [], None
@@ -250,6 +253,11 @@ class CacheMachine(GradedMachine):
             earlier, extra = data.draw(st.sampled_from(self.prompts[-4:]), label="earlier")
             if kind == 1:
                 return list(earlier), extra
+            size = self.block_size
+            if kind == 4 and len(earlier) > size:
+                self.reach("prompt: another first block, the same blocks after")
+                swap = dict(zip(self.alphabet, reversed(self.alphabet)))
+                return [swap[t] for t in earlier[:size]] + list(earlier[size:]), extra
             if kind == 3 and len(earlier) >= self.block_size:
                 blocks = data.draw(st.integers(1, len(earlier) // self.block_size), label="blocks")
                 return list(earlier[:blocks * self.block_size]), extra
