@@ -262,7 +262,7 @@ EXERCISE = Exercise(
     properties=PROPERTIES,
     machine=PoolMachine,
     home=Path(__file__).parent,
-    reference=Path(__file__).resolve().parents[3] / "solutions" / "block_allocator.py",
+    reference=Path(__file__).resolve().parents[3] / "solutions" / "exercises" / "block_allocator.py",
     paths=("allocate: pool empty", "fork: empty table", "fork: a block listed twice",
            "fork: shares", "fork: refused", "free: a double free", "free: never allocated",
            "free: out of range", "copy_on_write: refused", "copy_on_write: sole owner",
