@@ -295,6 +295,8 @@ class CacheMachine(GradedMachine):
         what = f"allocate({rid}, {tokens}, {list(extra)})"
         reply, state = self.act("allocate", rid, tokens, list(extra))
         self.prompts.append((tokens, extra))
+        if len(free) < fresh + revive_min:
+            self.reach("allocate: pool short")
         if reply.raised_builtin("MemoryError"):
             self.check(CONSERVATION, len(free) < fresh + revive_max,
                        f"{what} raised MemoryError, but {len(free)} block(s) are free and it "
@@ -418,6 +420,10 @@ class CacheMachine(GradedMachine):
 
     def commit(self, rid, table, hits, ids):
         revived = [b for b in table[:hits] if not self.refs[b]]
+        if hits:
+            self.reach("allocate: hits")
+        if revived:
+            self.reach("allocate: revives a freed block")
         for block in table[:hits]:
             if block in revived:
                 self.lru.remove(block)
@@ -425,6 +431,7 @@ class CacheMachine(GradedMachine):
             self.refs[block] += 1
         for i, block in enumerate(table[hits:], start=hits):
             if block in self.lru:
+                self.reach("allocate: evicts a cached block")
                 self.lru.remove(block)
             self.revived.discard(block)
             self.refs[block] = 1
@@ -433,6 +440,7 @@ class CacheMachine(GradedMachine):
             if identity is not None:
                 self.history[block].add(identity)
                 if len(self.holders(identity)) > 1:
+                    self.reach("allocate: caches a duplicate")
                     self.duplicated.add(identity)
                 self.remember(identity)
         self.running[rid] = table
@@ -563,4 +571,7 @@ EXERCISE = Exercise(
     default_examples=60,
     steps=16,
     steered=(COLLISIONS,),  # its run draws colliding keys; the others share one run
+    paths=("allocate: hits", "allocate: revives a freed block", "allocate: evicts a cached block",
+           "allocate: caches a duplicate", "allocate: pool short",
+           "prompt: another first block, the same blocks after"),
 )

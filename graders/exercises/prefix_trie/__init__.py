@@ -373,6 +373,11 @@ class TrieMachine(GradedMachine):
         locked = {s for s, p in held.items() if self.model.node_holding(p).lock}
         evictable = self.model.total() - self.model.protected()
         freed, leaves = self.model.evict(n)
+        self.reach("evict: frees nothing" if not freed else
+                   "evict: frees several leaves" if len(leaves) > 1 else
+                   "evict: frees a leaf")
+        if locked and evictable < self.model.total():
+            self.reach("evict: with locked nodes")
         value = reply.value
         self.check(FREED, reply.raised is None and type(value) is list
                    and all(type(s) is int for s in value),
@@ -433,4 +438,7 @@ EXERCISE = Exercise(
     machine=TrieMachine,
     home=Path(__file__).parent,
     reference=Path(__file__).resolve().parents[3] / "solutions" / "exercises" / "prefix_trie.py",
+    paths=("insert: ok", "match_prefix: ok", "lock: ok", "unlock: ok", "unlock: ValueError",
+           "evict: frees nothing", "evict: frees a leaf", "evict: frees several leaves",
+           "evict: with locked nodes"),
 )
