@@ -103,7 +103,8 @@ property, window-ring, and once it has failed the other properties are graded on
 full-attention searches alone: a design with another window layout, or none, fails
 window-ring and nothing else.
 
-Real engines. vLLM v0's block manager (vllm/core/block_manager_v1.py) is this interface:
+Real engines. vLLM v0's first block manager (history:
+`vllm==0.6.3:vllm/core/block_manager_v1.py` `class BlockSpaceManagerV1`) is this interface:
 start = allocate(seq_group), fork = fork(parent_seq, child_seq), append =
 seq.append_token_id(...) then append_slots(seq), whose list holds at most one
 (source, destination) pair, free = free(seq), block_table = get_block_table(seq) (its last

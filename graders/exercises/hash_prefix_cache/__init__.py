@@ -91,7 +91,9 @@ ints. The grader never reads an argument after the call, but do not keep the cal
 (copy what you store). Return ints, None, lists or tuples: they are compared by type and
 value.
 
-What real engines skip. vLLM v1 trusts the hash (SHA-256 by default) and never compares
+What real engines skip. vLLM v1 trusts the hash (SHA-256 by default at the pinned release:
+`vllm==0.33.0:vllm/config/cache.py` `prefix_caching_hash_algo: PrefixCachingHashAlgo = "sha256"`)
+and never compares
 tokens on a hit. A cache that works the way its BlockPool does since vLLM PR 42656 (merged:
 blocks without a hash go to the front of the free queue, cached ones to the back; mutant
 trusts_hash_like_vllm) passes every property here except `collisions`, which vLLM skips by
@@ -101,7 +103,8 @@ prefix_cache_nano_vllm_style.py) compares only the hit block's own tokens (fails
 `collisions`), keeps one block per hash (fails `duplicates`) and keeps one FIFO free list
 for empty and cached blocks alike (fails `eviction-order`).
 
-How the interface maps onto vLLM v1 (vllm/v1/core):
+How the interface maps onto vLLM 0.33.0's v1 core (`vllm==0.33.0:vllm/v1/core/block_pool.py`
+`def _maybe_evict_cached_block`, and its neighbours in vllm/v1/core):
   lookup    = KVCacheManager.get_computed_blocks (read-only)
   allocate  = KVCacheManager.get_computed_blocks (find_longest_cache_hit over
               request.block_hashes, capped at num_tokens - 1) + allocate_slots (BlockPool.touch

@@ -87,15 +87,18 @@ stops only at one that does not, or when the budget or the cap is used up. Value
 keys) and are compared by type and value.
 
 Real engines (an adapter maps add_request / schedule / update onto theirs):
-  vLLM v1 (vllm/v1/core/sched/scheduler.py) keeps this loop order but has no swapped queue
+  vLLM 0.33.0 (`vllm==0.33.0:vllm/v1/core/sched/scheduler.py`
+  `request.status = RequestStatus.PREEMPTED`) keeps this loop order but has no swapped queue
   and recomputes only. Given preemption="swap", a recompute-only adapter fails one-queue (the
   victim sits in waiting, not swapped) and no-lost-output (it recomputes what a swap keeps);
   with prefix caching off, its policy is the one above in recompute mode.
-  nano-vllm (nanovllm/engine/scheduler.py) has no swapped queue either, and by design also
+  nano-vllm (`nano-vllm@bb823b3e06983d71485a8e1f23715ebd87d98ef8:nanovllm/engine/scheduler.py` `self.preempt(self.running.pop())`) has no swapped
+  queue either, and by design also
   fails decodes-first (a step that admits anyone is prefill-only), budget (max_num_seqs caps
   one step's batch, not the running set) and, in recompute mode too, no-lost-output (its
   prefix cache keeps a victim's full blocks, so it resumes past token 0). vLLM v0's
-  chunked-prefill scheduler (vllm/core/scheduler.py) keeps all three queues and fails
+  chunked-prefill scheduler (history: `vllm==0.6.3:vllm/core/scheduler.py`
+  `def _schedule_chunked_prefill`) keeps all three queues and fails
   resume-first: it admits new prompts while requests wait swapped (issue #5578).
 """
 
