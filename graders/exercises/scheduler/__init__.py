@@ -93,10 +93,15 @@ Real engines (an adapter maps add_request / schedule / update onto theirs):
   victim sits in waiting, not swapped) and no-lost-output (it recomputes what a swap keeps);
   with prefix caching off, its policy is the one above in recompute mode.
   nano-vllm (`nano-vllm@bb823b3e06983d71485a8e1f23715ebd87d98ef8:nanovllm/engine/scheduler.py` `self.preempt(self.running.pop())`) has no swapped
-  queue either, and by design also
-  fails decodes-first (a step that admits anyone is prefill-only), budget (max_num_seqs caps
-  one step's batch, not the running set) and, in recompute mode too, no-lost-output (its
-  prefix cache keeps a victim's full blocks, so it resumes past token 0). vLLM v0's
+  queue either (one-queue fails in swap mode only: a prefill or re-prefill it keeps in its
+  waiting deque is allowed there), and by design also fails decodes-first (a step that admits
+  anyone is prefill-only), budget (max_num_seqs caps one step's batch, not the running set),
+  progress (only the first prompt of a step may take a partial chunk:
+  `nano-vllm@bb823b3e06983d71485a8e1f23715ebd87d98ef8:nanovllm/engine/scheduler.py`
+  `# only allow chunked prefill for the first seq`; vLLM 0.33.0 chunks any waiting request,
+  `vllm==0.33.0:vllm/v1/core/sched/scheduler.py`
+  `num_new_tokens = min(num_new_tokens, request_token_budget)`) and, in recompute mode too,
+  no-lost-output (its prefix cache keeps a victim's full blocks, so it resumes past token 0). vLLM v0's
   chunked-prefill scheduler (history: `vllm==0.6.3:vllm/core/scheduler.py`
   `def _schedule_chunked_prefill`) keeps all three queues and fails
   resume-first: it admits new prompts while requests wait swapped (issue #5578).
