@@ -115,3 +115,19 @@ def kernel_fit(gpu: GPU) -> KernelFit:
     A100 kernels for every other GPU. Carrying a fit to a GPU it was not measured on (H200, H100
     PCIe, B200, L40S) is an assumption that docs/fidelity.ipynb names."""
     return HOPPER_FIT if gpu.name.startswith(("H100", "H200")) else A100_FIT
+
+
+# ---- the two named regimes ----------------------------------------------------------------------
+# "kernel-ceiling": what every notebook prices with this session (the defaults above): the kernels
+# at their fitted fractions plus one small constant per step, i.e. a well-tuned engine (on held-out
+# data it tracks TensorRT-LLM's saturated throughput, docs/fidelity.ipynb).
+# "vllm-defaults": vLLM as it runs with every setting at its default, fitted on published vLLM runs
+# (solutions.vllm_regime fits it and docs/fidelity.ipynb tests it on runs it was not fitted on).
+REGIMES = ("kernel-ceiling", "vllm-defaults")
+
+
+def vllm_defaults_args(gpu: GPU) -> dict:
+    """StepModel arguments of the "vllm-defaults" regime on `gpu` (see `VLLM_DEFAULTS`)."""
+    from solutions import vllm_regime
+
+    return vllm_regime.step_model_args(gpu)
