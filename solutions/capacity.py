@@ -167,8 +167,17 @@ def kv_capacity(model: Model, gpu: GPU, tp: int = 1, *, weight_dtype: str = "bf1
 
 
 def step_model_capacity(step_model: StepModel, **kw) -> KVCapacity:
-    """`kv_capacity` for a step model's model, GPU, TP and precision."""
+    """`kv_capacity` for a step model's model, GPU, TP and precision (keywords go to it)."""
     return kv_capacity(step_model.model, step_model.gpu, step_model.tp, precision=step_model.precision, **kw)
+
+
+def feasible_decode(step_model: StepModel, batch: float, context_len: float, what: str = "decode batch",
+                    capacity: KVCapacity | None = None):
+    """`step_model.decode(batch, context_len)` after checking that the batch's KV fits the pool
+    (`capacity`, default the step model's own at vLLM's defaults): raises `InfeasibleBatch`
+    naming the pool and the batch when it does not."""
+    (capacity or step_model_capacity(step_model)).check(batch, context_len, what)
+    return step_model.decode(batch, context_len)
 
 
 @dataclass(frozen=True)

@@ -7,18 +7,62 @@ on measurements they were not fitted on.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from solutions import calibration as cal
-from solutions.calibration import A100_FIT
 from solutions.hardware import GPU
 from solutions.roofline import Efficiency
-from solutions.step_model import Interconnect, KernelFit
+
+
+@dataclass(frozen=True)
+class KernelFit:
+    """One `Efficiency` per kernel class; each `overhead_s` is a floor paid per kernel launch."""
+
+    gemm: Efficiency
+    attention: Efficiency
+    elementwise: Efficiency
+    source: str
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    """The tensor-parallel link as an all-reduce sees it: a latency per collective and the bus
+    bandwidth a ring reaches (bytes each GPU sends per second), so a ring all-reduce of m bytes
+    over n GPUs takes latency + 2 (n - 1) / n x m / bus bandwidth. The latency and the small-message
+    bandwidth are fitted on measured decode-sized all-reduces (up to `large_from_bytes`); bigger
+    messages run the bandwidth-optimal algorithms (vLLM's two-shot custom all-reduce below 8 MiB,
+    NCCL's ring above: `CustomAllreduce.should_custom_ar`, `max_size=8192 * 1024`,
+    vllm-project/vllm@0ad80649d36672284c95b5e1ae73447d9d5f207f:vllm/distributed/device_communicators/
+    custom_all_reduce.py), so with `large_bus_bytes_per_s` given, the bytes beyond the measured range
+    move at that bandwidth (continuous in the message size)."""
+
+    latency_s: float
+    bus_bytes_per_s: float
+    source: str
+    large_bus_bytes_per_s: float | None = None
+    large_from_bytes: float = 1024 * 1024
+
+    def __post_init__(self):
+        if self.latency_s < 0 or self.bus_bytes_per_s <= 0 or (self.large_bus_bytes_per_s or 1) <= 0:
+            raise ValueError(f"Interconnect needs latency_s >= 0 and positive bandwidths, got {self.latency_s}, "
+                             f"{self.bus_bytes_per_s}, {self.large_bus_bytes_per_s}")
+
+    def allreduce_s(self, message_bytes, gpus: int):
+        if gpus <= 1:
+            return 0.0
+        share = 2 * (gpus - 1) / gpus  # bytes each GPU sends per message byte in a ring
+        if self.large_bus_bytes_per_s is None:
+            return self.latency_s + share * message_bytes / self.bus_bytes_per_s
+        small = np.minimum(message_bytes, self.large_from_bytes)
+        beyond = message_bytes - small
+        return (self.latency_s + share * small / self.bus_bytes_per_s
+                + share * beyond / self.large_bus_bytes_per_s)
 
 # Per-step time outside the kernels of a CUDA-graph engine: scheduling the step, preparing its
-# inputs, sampling and the gaps between graph launches. Fitted (solutions.fidelity.fit_overheads) on
+# inputs, sampling and the gaps between graph launches. Fitted (solutions.calibration.fidelity.fit_overheads) on
 # ONE published run, vLLM v0.11.0 serving Qwen3-8B on one H100 at concurrency 1 (median TPOT
-# 7.22 ms; solutions/fidelity_serving.py, FIT_RUN): what is left of TPOT after the step model's
+# 7.22 ms; solutions/calibration/vllm_serving_runs.py, FIT_RUN): what is left of TPOT after the step model's
 # kernels. It is small because vLLM v1 overlaps most CPU work with the GPU (vllm-project.github.io
 # _posts/2025-01-24-v1.md, "Optimized Execution Loop") and because it also absorbs what the kernel
 # floors, fitted on eager-mode profiles, overstate under CUDA graphs. docs/fidelity.ipynb tests it
@@ -82,32 +126,33 @@ def interconnect(gpu: GPU) -> Interconnect | None:
     return AMPERE_NVLINK if gpu.name.startswith("A100") else HOPPER_NVLINK
 
 
+# Fitted by `fit_a100()` on the training split (tests/test_calibration.py re-runs the fit and
+# checks these values, and the held-out errors, against the data in solutions/calibration/a100_profiles.py).
+A100_FIT = KernelFit(
+    gemm=Efficiency(compute=0.71, memory=0.78, overhead_s=6.0e-6),
+    attention=Efficiency(compute=0.71, memory=0.84, overhead_s=17.5e-6),
+    elementwise=Efficiency(compute=1.0, memory=0.57, overhead_s=4.5e-6),
+    source="fit_a100(): least squares in log time on Vidur's A100 profiles (solutions/calibration/a100_profiles.py), "
+    "GEMMs on Llama-2 7B, CodeLlama-34B, Qwen-72B at TP 1-8; decode attention on contexts <= 2,112; "
+    "attention compute (no prefill-attention profile) set to the GEMM fraction",
+)
+
+
 # ---- kernel fits ------------------------------------------------------------------------------
 # Hopper: the same least-squares fit as `calibration.fit_a100`, on Vidur's H100 profiles
-# (solutions/fidelity_h100.py), priced on the H100 SXM. Fitted on three layer shapes; Llama-2-70B
+# (solutions/calibration/h100_profiles.py), priced on the H100 SXM. Fitted on three layer shapes; Llama-2-70B
 # (the layer shape of the kit's Llama 3.x 70B) and InternLM-20B are held out and tested in
 # docs/fidelity.ipynb. There is no H100 attention profile in the store, so attention keeps the
 # A100 fractions: an assumption, tested only end to end.
-H100_HELD_OUT_MODELS = ("meta-llama/Llama-2-70b-hf", "internlm/internlm-20b")
 
 HOPPER_FIT = KernelFit(
     gemm=Efficiency(compute=0.68, memory=0.91, overhead_s=5.5e-6),
     attention=A100_FIT.attention,
     elementwise=Efficiency(compute=1.0, memory=0.66, overhead_s=3.5e-6),
-    source="fit_h100(): least squares in log time on Vidur's H100 profiles (solutions/fidelity_h100.py), "
+    source="fit_h100(): least squares in log time on Vidur's H100 profiles (solutions/calibration/h100_profiles.py), "
     "GEMMs and elementwise kernels of Llama-2-7B, CodeLlama-34B, Qwen-72B at TP 1-8 priced on the H100 SXM; "
     "attention (not profiled on H100) keeps A100_FIT's fractions",
 )
-
-
-def fit_h100() -> KernelFit:
-    """Re-derive `HOPPER_FIT` from the training split of solutions/fidelity_h100.py."""
-    from solutions import fidelity_h100 as data
-    from solutions.hardware import H100_SXM
-
-    gemm, elementwise = cal.fit_layer_kernels(
-        [r for r in data.LINEAR if r.model not in H100_HELD_OUT_MODELS], H100_SXM)
-    return KernelFit(gemm, A100_FIT.attention, elementwise, HOPPER_FIT.source)
 
 
 def kernel_fit(gpu: GPU) -> KernelFit:
@@ -119,15 +164,56 @@ def kernel_fit(gpu: GPU) -> KernelFit:
 
 # ---- the two named regimes ----------------------------------------------------------------------
 # "kernel-ceiling": what every notebook prices with this session (the defaults above): the kernels
-# at their fitted fractions plus one small constant per step, i.e. a well-tuned engine (on held-out
-# data it tracks TensorRT-LLM's saturated throughput, docs/fidelity.ipynb).
-# "vllm-defaults": vLLM as it runs with every setting at its default, fitted on published vLLM runs
-# (solutions.vllm_regime fits it and docs/fidelity.ipynb tests it on runs it was not fitted on).
+# at their fitted fractions plus one small constant per step, i.e. a well-tuned engine.
+# "vllm-defaults": vLLM as it runs with every setting at its default. Its constants are fitted in
+# solutions/calibration/vllm_regime.py (tests/test_vllm_regime.py re-runs the fits) on published
+# measurements, and docs/fidelity.ipynb tests both regimes on runs neither was fitted on.
 REGIMES = ("kernel-ceiling", "vllm-defaults")
 
+# Hopper attention from published H100 kernels (calibration.vllm_regime.fit_hopper_attention):
+# FlashAttention-3 forward at 1K/4K/16K tokens (pytorch/benchmark PR 2391) and vLLM's FA3 fork at
+# decode batch 1 (vllm-project/flash-attention PR 63); solutions/calibration/h100_attention.py.
+HOPPER_ATTENTION = Efficiency(compute=0.60, memory=0.87, overhead_s=14.0e-6)
 
-def vllm_defaults_args(gpu: GPU) -> dict:
-    """StepModel arguments of the "vllm-defaults" regime on `gpu` (see `VLLM_DEFAULTS`)."""
-    from solutions import vllm_regime
 
-    return vllm_regime.step_model_args(gpu)
+@dataclass(frozen=True)
+class StepOverheads:
+    """Time outside the kernel ceiling: per step, constant_s + per_seq_s x requests + per_token_s x
+    tokens; and the serving-stack time a request pays once before its first token."""
+
+    constant_s: float
+    per_seq_s: float
+    per_token_s: float
+    serving_stack_s: float
+    source: str
+
+
+# calibration.vllm_regime.fit_overheads(): replays of published vLLM v0.11.0 runs on one H100
+# (calibration/vllm_serving_runs.py): constant on concurrency 1's TPOT, per request on concurrency
+# 8's TPOT, per token on two saturated Qwen3-14B runs (ShareGPT burst, random 2K in); serving stack
+# on concurrency 1 and 8's TTFT. The per-request term comes out ~0: one per-token term carries both
+# the small-batch TPOT slope and most of the saturated gap.
+VLLM_DEFAULTS = StepOverheads(
+    constant_s=0.27e-3, per_seq_s=0.0, per_token_s=40e-6, serving_stack_s=45e-3,
+    source="calibration.vllm_regime.fit_overheads() on GPUStack's vLLM v0.11.0 H100 runs",
+)
+
+
+def vllm_kernel_fit(gpu: GPU) -> KernelFit:
+    """The "vllm-defaults" kernel fit: on Hopper, the ceiling's GEMM and elementwise fits with
+    `HOPPER_ATTENTION`; elsewhere the ceiling's fit (the kit holds no other attention kernels)."""
+    fit = kernel_fit(gpu)
+    if gpu.name.startswith(("H100", "H200")):
+        return KernelFit(fit.gemm, HOPPER_ATTENTION, fit.elementwise,
+                         fit.source + "; attention: HOPPER_ATTENTION (published H100 FA3 kernels)")
+    return fit
+
+
+def regime_args(gpu: GPU, regime: str, overheads: StepOverheads = VLLM_DEFAULTS) -> dict:
+    """StepModel arguments that `regime` sets on `gpu` ({} for the kernel ceiling)."""
+    if regime not in REGIMES:
+        raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
+    if regime == "kernel-ceiling":
+        return {}
+    return dict(fit=vllm_kernel_fit(gpu), overhead_s=overheads.constant_s, overhead_per_seq_s=overheads.per_seq_s,
+                overhead_per_token_s=overheads.per_token_s)

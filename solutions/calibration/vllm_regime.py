@@ -8,7 +8,7 @@ Two things differ from the ceiling, each fitted on published measurements and te
    512 held out), decode from vLLM's FA3 fork at batch 1 (a second source, batch 16, held out).
 2. Per-step time outside the kernel ceiling as a function of the step,
    overhead = a + b x requests + c x tokens, fitted by replaying published `vllm bench serve`
-   runs (`vllm_serving_runs`) through the simulator: a on concurrency 1's TPOT, b on
+   runs (`calibration.vllm_serving_runs`) through the simulator: a on concurrency 1's TPOT, b on
    concurrency 8's TPOT, c on two saturated Qwen3-14B runs' throughput and TPOT (the ShareGPT
    burst and random 2K-in). Every other run is a test. The serving-stack time (the TTFT the
    steps leave unexplained) is fitted on concurrency 1 and 8 and tested on 2 and 4.
@@ -24,10 +24,16 @@ small-batch TPOT slope and most of the saturated gap.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from solutions.hardware import GPU, H100_SXM
+from solutions import models
+from solutions.calibration import fidelity, h100_attention as data
+from solutions.calibration.kernel_fits import FLOORS_S, FRACTIONS, fit_efficiency, kernel_time
+from solutions.calibration.vllm_serving_runs import RUNS_BY_NAME
+from solutions.hardware import GPUS, H100_SXM
 from solutions.roofline import Efficiency, StepCost
+from solutions.step_defaults import HOPPER_ATTENTION, VLLM_DEFAULTS, StepOverheads, vllm_kernel_fit
+from solutions.step_model import StepModel
 
 PREFILL_FIT_SEQLENS = (1024, 4096, 16384)  # the other FA3 shapes are held out
 FIT_RUNS_PER_TOKEN = ("Qwen3-14B ShareGPT, 1000 at once", "Qwen3-14B random 2000 in / 100 out, 500 at once")
@@ -49,8 +55,6 @@ class AttentionPoint:
 
 def attention_points() -> list[AttentionPoint]:
     """Every published H100 attention measurement as a kit cost (FLOPs, bytes) and a time."""
-    from solutions import h100_attention as data
-
     out = []
     for r in data.PREFILL:
         io = 4.0 * r.batch * r.seqlen * r.heads * r.head_dim * 2  # Q, K, V in, O out, 16-bit
@@ -67,71 +71,27 @@ def attention_points() -> list[AttentionPoint]:
 def fit_hopper_attention() -> Efficiency:
     """The attention `Efficiency` (compute and bandwidth fractions of the H100 SXM's peaks, one
     floor per kernel) that best fits the training points (least squares in log time)."""
-    from solutions.calibration import FLOORS_S, FRACTIONS, fit_efficiency
-
     train = [p for p in attention_points() if not p.held_out]
     return fit_efficiency([p.cost for p in train], [p.measured_s for p in train], 1, FRACTIONS, FRACTIONS,
                           FLOORS_S, H100_SXM)
 
 
-HOPPER_ATTENTION = Efficiency(compute=0.60, memory=0.87, overhead_s=14.0e-6)  # fit_hopper_attention()
 
 
 def attention_error(eff: Efficiency = HOPPER_ATTENTION) -> list[tuple[AttentionPoint, float]]:
     """(point, predicted / measured - 1) under `eff` on the H100."""
-    from solutions.calibration import kernel_time
-
     return [(p, kernel_time(p.cost, eff, 1, H100_SXM) / p.measured_s - 1) for p in attention_points()]
 
 
-def vllm_kernel_fit(gpu: GPU):
-    """The kernel fit of the regime: Hopper GEMM/elementwise fits with the measured H100 attention
-    on H100 and H200; elsewhere the ceiling's fit (no published attention kernels in the kit)."""
-    from solutions import step_defaults
-
-    fit = step_defaults.kernel_fit(gpu)
-    if gpu.name.startswith(("H100", "H200")):
-        return replace(fit, attention=HOPPER_ATTENTION,
-                       source=fit.source + "; attention: vllm_regime.HOPPER_ATTENTION (published H100 FA3 kernels)")
-    return fit
-
-
 # ---- 2. time outside the kernels, and the serving stack ------------------------------------------
-@dataclass(frozen=True)
-class Overheads:
-    """overhead = constant_s + per_seq_s x requests + per_token_s x tokens, per step; and the
-    serving-stack time paid once before a request's first token."""
-
-    constant_s: float
-    per_seq_s: float
-    per_token_s: float
-    serving_stack_s: float
-
-
-# Fitted by fit_overheads() (tests/test_vllm_regime.py re-runs it).
-VLLM_DEFAULTS = Overheads(constant_s=0.27e-3, per_seq_s=0.0, per_token_s=40e-6, serving_stack_s=45e-3)
-
-
-def step_model_args(gpu: GPU, overheads: Overheads = VLLM_DEFAULTS) -> dict:
-    """What `StepModel.of(..., regime="vllm-defaults")` takes on `gpu`."""
-    return dict(fit=vllm_kernel_fit(gpu), overhead_s=overheads.constant_s, overhead_per_seq_s=overheads.per_seq_s,
-                overhead_per_token_s=overheads.per_token_s)
-
-
 def _step_model(run, constant_s, per_seq_s, per_token_s):
-    from solutions import models
-    from solutions.hardware import GPUS
-    from solutions.step_model import StepModel
-
     gpu = GPUS[run.gpu]
     return StepModel.of(getattr(models, run.model), gpu, run.tp, fit=vllm_kernel_fit(gpu), overhead_s=constant_s,
                         overhead_per_seq_s=per_seq_s, overhead_per_token_s=per_token_s)
 
 
-def replay(run, overheads: Overheads = VLLM_DEFAULTS, **kw):
+def replay(run, overheads: StepOverheads = VLLM_DEFAULTS, **kw):
     """`fidelity.replay` of a published run in the "vllm-defaults" regime."""
-    from solutions import fidelity
-
     sm = _step_model(run, overheads.constant_s, overheads.per_seq_s, overheads.per_token_s)
     return fidelity.replay(run, sm, overheads.serving_stack_s, **kw)
 
@@ -152,13 +112,12 @@ def _golden(f, lo, hi, steps=18):
     return (lo + hi) / 2
 
 
-def fit_overheads(rounds: int = 2) -> Overheads:
+def fit_overheads(rounds: int = 2) -> StepOverheads:
     """Re-derive `VLLM_DEFAULTS` from the fit runs: coordinate descent, each coordinate a golden-
     section search on squared log error (per token: throughput and TPOT of the saturated runs;
     per request: TPOT at concurrency 8; constant: TPOT at concurrency 1); then the serving-stack
     time as the mean TTFT the steps leave unexplained on FIT_RUNS_STACK."""
-    from solutions import fidelity
-    from solutions.fidelity_serving import RUNS_BY_NAME as runs
+    runs = RUNS_BY_NAME
 
     def err(name, a, b, c, metrics):
         p = fidelity.replay(runs[name], _step_model(runs[name], a, b, c), 0.0)
@@ -172,4 +131,4 @@ def fit_overheads(rounds: int = 2) -> Overheads:
         a = _golden(lambda x: err(FIT_RUN_CONSTANT, x, b, c, ("median_tpot_ms",)), 0.0, 0.5e-3)
     left = [runs[n].median_ttft_ms - fidelity.replay(runs[n], _step_model(runs[n], a, b, c), 0.0).median_ttft_ms
             for n in FIT_RUNS_STACK]
-    return Overheads(a, b, c, sum(left) / len(left) * 1e-3)
+    return StepOverheads(a, b, c, sum(left) / len(left) * 1e-3, VLLM_DEFAULTS.source)
