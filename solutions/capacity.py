@@ -135,6 +135,12 @@ class KVCapacity:
                 f"gpu_memory_utilization {self.gpu_memory_utilization}): KV pool {self.pool_bytes / GiB:.1f} GiB per rank "
                 f"= {self.tokens:,} tokens{rep}")
 
+    def check_tokens(self, tokens: float, what: str = "batch") -> None:
+        """Raise `InfeasibleBatch` unless `tokens` cached tokens (a whole batch's) fit."""
+        if tokens > self.tokens:
+            raise InfeasibleBatch(f"{what}: {tokens:,.0f} KV tokens do not fit: {self.describe()} "
+                                  f"({tokens / self.tokens:.1f}x the pool)")
+
     def check(self, batch: float, context_len: float, what: str = "batch") -> None:
         """Raise `InfeasibleBatch` unless `batch` sequences of `context_len` cached tokens fit."""
         _check_positive(batch=batch)
