@@ -81,9 +81,17 @@ def kv_heads_per_gpu(model: Model, tp: int = 1) -> int:
     return max(1, model.num_kv_heads // tp)
 
 
-def kv_bytes_per_token_per_gpu(model: Model, tp: int = 1, kv_dtype: str = "bf16") -> float:
-    """KV bytes one cached token costs on each rank: 2 x layers x the rank's KV heads x head_dim."""
-    return 2 * model.n_attention * kv_heads_per_gpu(model, tp) * model.head_dim * DTYPE_BYTES[kv_dtype]
+def kv_bytes_per_token_per_gpu(model: Model, tp: int = 1, kv_dtype: str = "bf16", pp: int = 1) -> float:
+    """KV bytes one cached token costs on each rank: 2 x the rank's layers (all of them, or the
+    largest pipeline stage's share with `pp` stages) x the rank's KV heads x head_dim."""
+    return 2 * _stage_layers(model.n_attention, pp) * kv_heads_per_gpu(model, tp) * model.head_dim * DTYPE_BYTES[kv_dtype]
+
+
+def _stage_layers(layers: int, pp: int) -> int:
+    """Layers of the largest of `pp` pipeline stages (split as evenly as integers allow)."""
+    if not isinstance(pp, int) or pp < 1 or pp > layers:
+        raise ValueError(f"pp must be an integer in [1, {layers}], got {pp!r}")
+    return -(-layers // pp)
 
 
 class InfeasibleBatch(ValueError):
@@ -105,11 +113,12 @@ class KVCapacity:
     gpu_memory_utilization: float
     non_kv_bytes: float  # per rank
     pool_bytes: float  # per rank
+    pp: int = 1  # pipeline stages: a rank holds its stage's layers (the largest stage binds)
 
     @property
     def kv_bytes_per_token(self) -> float:
         """Per rank (KV-head replication included)."""
-        return kv_bytes_per_token_per_gpu(self.model, self.tp, self.kv_dtype)
+        return kv_bytes_per_token_per_gpu(self.model, self.tp, self.kv_dtype, self.pp)
 
     @property
     def tokens(self) -> int:
@@ -131,7 +140,8 @@ class KVCapacity:
     def describe(self) -> str:
         rep = (f", KV heads replicated: {kv_heads_per_gpu(self.model, self.tp)} of {self.model.num_kv_heads} per rank"
                if self.replicated else "")
-        return (f"{self.model.name} on {self.tp} x {self.gpu.name} ({self.weight_dtype} weights, {self.kv_dtype} KV, "
+        layout = f"TP {self.tp} x PP {self.pp} = {self.tp * self.pp}" if self.pp > 1 else f"{self.tp}"
+        return (f"{self.model.name} on {layout} x {self.gpu.name} ({self.weight_dtype} weights, {self.kv_dtype} KV, "
                 f"gpu_memory_utilization {self.gpu_memory_utilization}): KV pool {self.pool_bytes / GiB:.1f} GiB per rank "
                 f"= {self.tokens:,} tokens{rep}")
 
@@ -157,19 +167,22 @@ class KVCapacity:
 
 def kv_capacity(model: Model, gpu: GPU, tp: int = 1, *, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
                 gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
-                non_kv_bytes: float = 2 * GiB, precision=None) -> KVCapacity:
+                non_kv_bytes: float = 2 * GiB, precision=None, pp: int = 1) -> KVCapacity:
     """The KV pool and what fits in it for `model` on `tp` x `gpu` (per rank: the rank's total
     x utilization - its 1/tp of the weights - `non_kv_bytes`). `precision` (a step-model
-    `Precision`) sets both dtypes at once."""
+    `Precision`) sets both dtypes at once. With `pp` pipeline stages each rank holds 1/tp of its
+    stage's layers (weights and KV; embeddings spread evenly, an approximation) and the largest
+    stage binds."""
     if precision is not None:
         weight_dtype, kv_dtype = precision.weight, precision.kv
     kv_heads_per_gpu(model, tp)  # validates tp
     for name, dtype in (("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype)):
         if dtype not in DTYPE_BYTES:
             raise ValueError(f"{name} must be one of {sorted(DTYPE_BYTES)}, got {dtype!r}")
-    shard = _ShardWeights(model, tp)
+    share = _stage_layers(model.num_layers, pp) / model.num_layers
+    shard = _ShardWeights(model, tp, share)
     pool = kv_pool_bytes(shard, total_memory_bytes(gpu), gpu_memory_utilization, non_kv_bytes, weight_dtype)
-    return KVCapacity(model, gpu, tp, weight_dtype, kv_dtype, gpu_memory_utilization, non_kv_bytes, pool)
+    return KVCapacity(model, gpu, tp, weight_dtype, kv_dtype, gpu_memory_utilization, non_kv_bytes, pool, pp)
 
 
 def step_model_capacity(step_model: StepModel, **kw) -> KVCapacity:
@@ -192,13 +205,15 @@ class _ShardWeights:
 
     model: Model
     tp: int
+    share: float = 1.0  # of the layers (a pipeline stage's)
 
     @property
     def name(self) -> str:
-        return f"{self.model.name} (1/{self.tp} of the weights per rank)" if self.tp > 1 else self.model.name
+        part = self.share / self.tp
+        return f"{self.model.name} ({part:.3g} of the weights per rank)" if part < 1 else self.model.name
 
     def weight_bytes(self, dtype: str = "bf16") -> float:
-        return self.model.weight_bytes(dtype) / self.tp
+        return self.model.weight_bytes(dtype) * self.share / self.tp
 
 
 def sequences_that_fit(pool_bytes: float, model: Model, context_len: float, kv_dtype: str = "bf16") -> int:
