@@ -194,7 +194,7 @@ class StepOverheads:
 # on concurrency 1 and 8's TTFT. The per-request term comes out ~0: one per-token term carries both
 # the small-batch TPOT slope and most of the saturated gap.
 VLLM_DEFAULTS = StepOverheads(
-    constant_s=0.27e-3, per_seq_s=0.0, per_token_s=40e-6, serving_stack_s=45e-3,
+    constant_s=0.27e-3, per_seq_s=0.0, per_token_s=39e-6, serving_stack_s=45e-3,
     source="calibration.vllm_regime.fit_overheads() on GPUStack's vLLM v0.11.0 H100 runs",
 )
 
