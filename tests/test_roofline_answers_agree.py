@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from solutions.capacity import kv_pool_bytes, sequences_that_fit, total_memory_bytes
+from solutions.capacity import VLLM_GPU_MEMORY_UTILIZATION, kv_pool_bytes, sequences_that_fit, total_memory_bytes
 from solutions.hardware import H100_SXM
 from solutions.models import LLAMA_3_1_8B
 from solutions.units import GiB
@@ -33,7 +33,7 @@ def claimed(path: Path) -> dict[str, float]:
 
 def test_q02_and_q53_state_the_same_pool_and_kv_ceiling():
     q02, q53 = claimed(Q02), claimed(Q53)
-    pool = kv_pool_bytes(LLAMA_3_1_8B, total_memory_bytes(H100_SXM), 0.92, 2 * GiB)
+    pool = kv_pool_bytes(LLAMA_3_1_8B, total_memory_bytes(H100_SXM), VLLM_GPU_MEMORY_UTILIZATION, 2 * GiB)
     assert q02["KV pool on H100 80GB at 0.92"] == pytest.approx(pool / GiB, abs=0.01)
     assert q53["KV pool at gpu_memory_utilization 0.92"] == pytest.approx(pool / GiB, abs=0.01)
     fits = sequences_that_fit(pool, LLAMA_3_1_8B, 2048)

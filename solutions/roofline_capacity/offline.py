@@ -10,16 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solutions.capacity import kv_pool_bytes, sequences_that_fit, total_memory_bytes
+from solutions.capacity import VLLM_GPU_MEMORY_UTILIZATION, kv_pool_bytes, sequences_that_fit, total_memory_bytes
 from solutions.hardware import A100_80GB_SXM, GPU
 from solutions.models import Model
 from solutions.step_model import Precision, StepModel
 from solutions.units import GiB
 
 NON_KV_BYTES_PER_GPU = 2 * GiB  # activations, CUDA graphs, NCCL: assumed, as in solutions.capacity
-# vLLM 0.33.0's default share of the card (vllm/config/cache.py: gpu_memory_utilization default 0.92); the
-# kit's capacity.VLLM_GPU_MEMORY_UTILIZATION still holds an older release's 0.9.
-GPU_MEMORY_UTILIZATION = 0.92
 
 
 @dataclass(frozen=True)
@@ -39,7 +36,7 @@ class OfflinePass:
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     math_dtype: str = "bf16"  # tensor-core inputs: "fp8"/"int8" for W8A8, else weight-only quantisation
-    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION
+    gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION
     max_num_seqs: int = 256  # vLLM's default on A100 (arg_utils get_batch_defaults)
     max_num_batched_tokens: int = 8192  # vLLM's offline default on A100
 
