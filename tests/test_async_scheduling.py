@@ -41,7 +41,7 @@ def test_bad_arguments_are_refused(kwargs, message):
 
 
 # ---- vLLM 0.33.0's resolution of async scheduling (the rule q16 and q55 both state) ----------------
-from solutions.async_scheduling import (SPEC_METHODS, V1_ASYNC_SPEC_METHODS,  # noqa: E402
+from solutions.engine_internals.async_scheduling import (SPEC_METHODS, V1_ASYNC_SPEC_METHODS,  # noqa: E402
                                         model_runner, resolve_async_scheduling)
 
 
