@@ -8,7 +8,8 @@ earlier occurrence. No model, no training: a string search. The two drafters dif
   proposes nothing when nothing matches (`occurrence="earliest"`, `pad=False`);
 - Model Runner V2's GPU `NgramGPUSpeculator` (what `method="ngram"` runs on the default runner)
   takes the *rightmost* one and always fills `k` draft slots, the unmatched ones with the last
-  token, which the target then verifies like any draft (`occurrence="latest"`, `pad=True`).
+  token, which the target then verifies like any draft (`occurrence="latest"`, `pad=True`):
+  `vllm==0.33.0:vllm/v1/worker/gpu/spec_decode/ngram/speculator.py` `# Pack (n, pos) so a single max yields longest-n, rightmost-pos.`
 
 `replay` runs speculative decoding against a known greedy output: after the prefill step (which
 samples the first token, with nothing to verify), at each step the target

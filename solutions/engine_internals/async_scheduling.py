@@ -104,8 +104,9 @@ def replay(prompt: int, output: int, ending: str = "eos", mode: str = "async",
 
 
 # ---- whether async scheduling is on: vLLM 0.33.0's resolution, as a rule ------------------------
-# (a model of `VllmConfig.use_v2_model_runner` and of the `async_scheduling` resolution in
-# `VllmConfig.__post_init__`, vllm==0.33.0:vllm/config/vllm.py; not vLLM's code)
+# A model of `VllmConfig.use_v2_model_runner` and of the `async_scheduling` resolution in
+# `VllmConfig.__post_init__` (not vLLM's code), read at
+# `vllm==0.33.0:vllm/config/vllm.py` `# Async scheduling incompatibilities specific to the V1 model runner.`
 
 V2_UNSUPPORTED_SPEC_METHODS = ("suffix", "custom_class")  # Model Runner V2 falls back to V1 for these
 V1_ASYNC_SPEC_METHODS = ("eagle", "eagle3", "extract_hidden_states", "mtp", "dflash",  # EagleModelTypes
