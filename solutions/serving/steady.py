@@ -26,6 +26,10 @@ Is it steady? Three trends over the window, fitted by least squares:
     length      the window must span `min_residences` mean request lifetimes and hold
                 `min_arrivals` arrivals, or it is a transient, whatever the trends say
 
+A short run still ramping up also shows a growing backlog, and can be flagged overloaded though a
+long run at the same rate is steady (its growth stops once the system has filled): when the reasons
+include "a transient", run longer before trusting the overload flag either way.
+
 The closed form to check a steady run against is Little's law on KV tokens (`kv_tokens_held`).
 """
 
