@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from solutions.canary import (exact_power, exact_requests_needed, exceedance_after_shift, power, requests_needed,
+from solutions.tenancy_fleet.canary import (exact_power, exact_requests_needed, exceedance_after_shift, power, requests_needed,
                               simulated_power)
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from solutions.engine_memory import (DEFAULT_GPU_MEMORY_UTILIZATION, TERMS, StartupLedger, activation_calibration,
+from solutions.kv_cache_memory.engine_memory import (DEFAULT_GPU_MEMORY_UTILIZATION, TERMS, StartupLedger, activation_calibration,
                                      activation_peak_bytes)
 from solutions.hardware import H100_SXM
 from solutions.models import LLAMA_3_1_8B, LLAMA_3_3_70B, MAX_POSITION_EMBEDDINGS

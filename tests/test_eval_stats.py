@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from solutions.eval_stats import detectable_difference, mcnemar, two_proportion_z, wilson_interval
+from solutions.correctness_operations.eval_stats import detectable_difference, mcnemar, two_proportion_z, wilson_interval
 
 
 def test_wilson_interval_matches_the_textbook_example():
@@ -49,7 +49,7 @@ def test_bad_inputs_are_clear_errors():
 
 
 def test_paired_interval_covers_the_true_difference_at_its_confidence():
-    from solutions.eval_stats import paired_difference_interval
+    from solutions.correctness_operations.eval_stats import paired_difference_interval
     rng = np.random.default_rng(1)
     n, d, delta = 1319, 0.06, 0.01
     cover = 0
@@ -62,7 +62,7 @@ def test_paired_interval_covers_the_true_difference_at_its_confidence():
 
 
 def test_exact_paired_interval_excludes_zero_exactly_when_mcnemar_rejects():
-    from solutions.eval_stats import paired_difference_exact_interval
+    from solutions.correctness_operations.eval_stats import paired_difference_exact_interval
     for b in range(0, 40):
         for c in range(0, 40, 3):
             lo, hi = paired_difference_exact_interval(b, c, 1319)
@@ -72,7 +72,7 @@ def test_exact_paired_interval_excludes_zero_exactly_when_mcnemar_rejects():
 
 
 def test_exact_paired_interval_bad_input():
-    from solutions.eval_stats import paired_difference_exact_interval
+    from solutions.correctness_operations.eval_stats import paired_difference_exact_interval
     with pytest.raises(ValueError):
         paired_difference_exact_interval(5, 3, 0)
     with pytest.raises(ValueError):
