@@ -3,8 +3,9 @@
 The one ledger q22 and q37 both price (Llama 3.3 70B on two H100s): both pages call
 `StartupLedger.of`, and `tests/test_engine_memory.py` holds it to both prompts' premises.
 
-What vLLM 0.33.0 does (`vllm==0.33.0:vllm/v1/worker/gpu_worker.py`, `Worker.init_device` and
-`Worker.determine_available_memory`; `vllm==0.33.0:vllm/utils/mem_utils.py`, `memory_profiling`):
+What vLLM 0.33.0 does (`Worker.init_device` and `Worker.determine_available_memory` in
+`vllm==0.33.0:vllm/v1/worker/gpu_worker.py` `# Now take memory snapshot after NCCL is initialized`; the
+accounting in `vllm==0.33.0:vllm/utils/mem_utils.py` `result.non_kv_cache_memory = result.total_consumed + result.transient_peak_headroom`):
 
 1. `init_device` sets up NCCL and creates the cuBLAS handles, *then* takes the memory snapshot and
    the budget `ceil(total x gpu_memory_utilization)`; it refuses to go on if the free memory at
@@ -18,7 +19,8 @@ What vLLM 0.33.0 does (`vllm==0.33.0:vllm/v1/worker/gpu_worker.py`, `Worker.init
 4. CUDA-graph memory is profiled by capturing a few graphs against a throwaway KV cache and, with
    `VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS` on (the default), subtracted from the budget too.
 5. available KV = budget - non-KV memory - graph estimate; the engine core then checks that one
-   request of `max_model_len` fits (`vllm==0.33.0:vllm/v1/core/kv_cache_planning.py`).
+   request of `max_model_len` fits
+   (`vllm==0.33.0:vllm/v1/core/kv_cache_planning.py` `def _check_enough_kv_cache_memory(`).
 
 History: the 3.58 GiB "non_torch_memory" the bank used to charge at TP 2 is a V0 log of
 December 2024 (vllm-project/vllm#10511, read: youkaichao's comment of 2024-12-14, Llama 3 8B on
@@ -46,8 +48,8 @@ VLLM_VERSION = "0.33.0"
 # `vllm==0.33.0:vllm/config/cache.py` `gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1)`
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
 
-# `vllm serve` on an H100-class GPU (>= 70 GiB, not an A100): `vllm==0.33.0:vllm/engine/arg_utils.py`
-# `# For GPUs like H100 and H200, use larger offline defaults.` (OPENAI_API_SERVER: 8192 tokens, 1024 seqs).
+# `vllm serve` on an H100-class GPU (>= 70 GiB, not an A100), OPENAI_API_SERVER: 8192 tokens, 1024 seqs:
+# `vllm==0.33.0:vllm/engine/arg_utils.py` `# For GPUs like H100 and H200, use larger offline defaults.`
 SERVE_MAX_NUM_BATCHED_TOKENS = 8192
 SERVE_MAX_NUM_SEQS = 1024
 
@@ -205,8 +207,8 @@ class StartupLedger:
 
     def init_check(self, before_snapshot: float) -> str | None:
         """`init_device`'s check, given the memory allocated before the snapshot: None if the free
-        memory covers the budget, else the error text (`vllm==0.33.0:vllm/v1/worker/utils.py`,
-        `request_memory`)."""
+        memory covers the budget, else the error text of `request_memory`
+        (`vllm==0.33.0:vllm/v1/worker/utils.py` `is less than desired GPU memory utilization`)."""
         free = self.total - before_snapshot
         if free >= self.requested:
             return None
@@ -217,7 +219,7 @@ class StartupLedger:
 
     def check(self, max_model_len: int) -> str | None:
         """The engine core's check on one rank: None if it passes, else the error text vLLM raises
-        (`_check_enough_kv_cache_memory`, `vllm==0.33.0:vllm/v1/core/kv_cache_planning.py`; GiB as
+        (`vllm==0.33.0:vllm/v1/core/kv_cache_planning.py` `def _check_enough_kv_cache_memory(`; GiB as
         its `format_gib` rounds them)."""
         if not (isinstance(max_model_len, int) and max_model_len >= 1):
             raise ValueError(f"max_model_len must be an integer >= 1, got {max_model_len!r}")
