@@ -38,15 +38,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solutions.capacity import total_memory_bytes
+from solutions.capacity import VLLM_GPU_MEMORY_UTILIZATION, total_memory_bytes
 from solutions.hardware import DTYPE_BYTES, GPU
 from solutions.models import LLAMA_3_1_8B, Model
 from solutions.units import GiB
 
 VLLM_VERSION = "0.33.0"
 
-# `vllm==0.33.0:vllm/config/cache.py` `gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1)`
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
+# vLLM 0.33.0's default share, the kit's one constant (`solutions.capacity`, which cites
+# `vllm==0.33.0:vllm/config/cache.py` `gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1)`).
+DEFAULT_GPU_MEMORY_UTILIZATION = VLLM_GPU_MEMORY_UTILIZATION
 
 # `vllm serve` on an H100-class GPU (>= 70 GiB, not an A100), OPENAI_API_SERVER: 8192 tokens, 1024 seqs:
 # `vllm==0.33.0:vllm/engine/arg_utils.py` `# For GPUs like H100 and H200, use larger offline defaults.`
