@@ -28,7 +28,11 @@ Is it steady? Three trends over the window, fitted by least squares:
 
 A short run still ramping up also shows a growing backlog, and can be flagged overloaded though a
 long run at the same rate is steady (its growth stops once the system has filled): when the reasons
-include "a transient", run longer before trusting the overload flag either way.
+include "a transient" *or the pool's occupancy still moving*, run longer before trusting the overload
+flag either way. The transient check compares the window with the *mean* request lifetime; with
+long-tailed answers the system fills over its longest lifetimes, so a window several mean lifetimes
+long can still be ramping and carry no "transient" reason (600 requests of log-normal answers, mean
+3,000 tokens and cv 1, at a rate that 2,000 requests show steady: flagged overloaded, pool still filling).
 
 The closed form to check a steady run against is Little's law on KV tokens (`kv_tokens_held`).
 """
