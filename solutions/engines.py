@@ -28,7 +28,9 @@ from pathlib import Path
 
 PINNED = {"vllm": "0.33.0", "sglang": "0.5.23"}
 # Older releases a fact may cite as history (and must say so in words); at most two per engine.
-HISTORICAL: dict[str, tuple[str, ...]] = {"vllm": ("0.6.3",), "sglang": ()}
+# vLLM 0.6.3: V0 (block managers v1 and v2, the swapped queue, Medusa); SGLang 0.4.3.post2: the
+# last release whose scheduler ran jump-forward decoding.
+HISTORICAL: dict[str, tuple[str, ...]] = {"vllm": ("0.6.3",), "sglang": ("0.4.3.post2",)}
 NANO_VLLM = "bb823b3e06983d71485a8e1f23715ebd87d98ef8"   # GeeeekExplorer/nano-vllm main, 2026-04-26
 ENGINES = ("vllm", "sglang", "nano-vllm")
 
@@ -41,6 +43,8 @@ WHEELS = {
                            "00b3cd5b265ac76c64185fbb6b95424f324ddd9f428d0306b77bc9db9d859937"),
     ("vllm", "0.6.3"): ("vllm-0.6.3-cp38-abi3-manylinux1_x86_64.whl",
                         "939ae90251a5676b83d0c2afb92405e4e53bfb4b79a3920c80e5b57fbe9c5ff7"),
+    ("sglang", "0.4.3.post2"): ("sglang-0.4.3.post2-py3-none-any.whl",
+                                "8264f0ca1c28bc1e254fd555cfede5a37360f3bf490b3cf663335bfb65c7edd4"),
 }
 REPOS = {"vllm": "vllm-project/vllm", "sglang": "sgl-project/sglang",
          "nano-vllm": "GeeeekExplorer/nano-vllm"}
@@ -79,6 +83,9 @@ _LOOKS_LIKE_HEAD = re.compile(r"^(?:vllm|sglang|nano-vllm)\s*(?:==|=|@)\s*\S*:\S
 _HEAD = re.compile(r"^(?P<dist>vllm|sglang)==(?P<version>\d+(?:\.\d+)+(?:\.post\d+|rc\d+)?)"
                    r":(?P<path>[\w.-]+(?:/[\w.-]+)*)$"
                    r"|^(?P<ndist>nano-vllm)@(?P<commit>[0-9a-f]{40}):(?P<npath>[\w.-]+(?:/[\w.-]+)*)$")
+
+
+MIN_FRAGMENT = 4   # a fragment names an identifier, a default or a message, not a bracket
 
 
 def _strip(body: str) -> str:
@@ -124,6 +131,9 @@ def find_citations(text: str) -> list[Citation]:
             raise CitationError(f"line {line}: `{head}` is not followed by a code span with the "
                                 "fragment it rests on (after at most ': ', ', ' or a space)")
         fragment = _strip(frag["frag"])
+        if len(normalise(fragment)) < MIN_FRAGMENT:
+            raise CitationError(f"line {line}: `{head}` rests on `{fragment}`: a fragment names "
+                                f"something (at least {MIN_FRAGMENT} characters)")
         if _LOOKS_LIKE_HEAD.match(fragment.strip()):
             raise CitationError(f"line {line}: `{head}` is followed by another citation, "
                                 "not by the fragment it rests on")

@@ -103,11 +103,11 @@ def test_fragment_may_follow_after_a_colon_a_comma_or_a_space(between):
 
 def test_double_backtick_fragment_and_nano_vllm_commit():
     text = (f"`nano-vllm@{engines.NANO_VLLM}:nanovllm/engine/scheduler.py` "
-            "`` self.running.pop() `` and `vllm==0.6.3:vllm/core/block_manager_v1.py` `x`")
+            "`` self.running.pop() `` and `vllm==0.6.3:vllm/core/block_manager_v1.py` `class Block`")
     nano, old = find_citations(text)
     assert (nano.dist, nano.version, nano.fragment) == ("nano-vllm", engines.NANO_VLLM,
                                                         "self.running.pop()")
-    assert (old.version, old.fragment) == ("0.6.3", "x")
+    assert (old.version, old.fragment) == ("0.6.3", "class Block")
 
 
 def test_text_that_is_not_a_citation_is_left_alone():
@@ -125,6 +125,7 @@ def test_text_that_is_not_a_citation_is_left_alone():
     ("`vllm==0.33.0:config/vllm.py` `x`", "starts with 'vllm/'"),
     ("`vllm==0.33.0:vllm/../setup.py` `x`", "climbs out"),
     ("`vllm==0.33.0:vllm/a.py` `vllm==0.33.0:vllm/b.py` `x`", "followed by another citation"),
+    ("`vllm==0.33.0:vllm/a.py` `# `grammar_init` is invoked`", "at least 4 characters"),
 ])
 def test_malformed_citation_names_its_line_and_the_problem(text, says):
     with pytest.raises(CitationError, match="line 2") as error:
@@ -156,7 +157,7 @@ def test_missing_fragment_names_the_file_the_line_and_the_fragment(tmp_path):
 
 def test_missing_file_and_missing_release_are_named(tmp_path):
     root = _release(tmp_path)
-    text = "`vllm==0.33.0:vllm/config/cache.py` `x` `sglang==0.5.23:sglang/a.py` `y`"
+    text = "`vllm==0.33.0:vllm/config/cache.py` `class CacheConfig` `sglang==0.5.23:sglang/a.py` `def main()`"
     _, problems = citation_problems("q.md", text, root)
     assert problems[0] == "q.md line 1: vllm==0.33.0:vllm/config/cache.py: no such file in vllm 0.33.0"
     assert problems[1].startswith("q.md line 1: sglang==0.5.23:sglang/a.py: release sglang 0.5.23 "
@@ -165,8 +166,8 @@ def test_missing_file_and_missing_release_are_named(tmp_path):
 
 def test_source_url_is_the_file_at_the_release_tag():
     vllm, sglang, nano = find_citations(
-        "`vllm==0.33.0:vllm/config/vllm.py` `a` `sglang==0.5.23:sglang/srt/server_args.py` `b` "
-        f"`nano-vllm@{engines.NANO_VLLM}:nanovllm/engine/block_manager.py` `c`")
+        "`vllm==0.33.0:vllm/config/vllm.py` `class VllmConfig` `sglang==0.5.23:sglang/srt/server_args.py` `class ServerArgs` "
+        f"`nano-vllm@{engines.NANO_VLLM}:nanovllm/engine/block_manager.py` `class BlockManager`")
     assert engines.source_url(vllm) == \
         "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/vllm.py"
     assert engines.source_url(sglang) == \
