@@ -77,7 +77,9 @@ class Citation:
 # A code span: a run of backticks, content, the same run (CommonMark, without the edge cases).
 _SPAN = r"(?P<{tick}>`+)(?P<{body}>.+?)(?<!`)(?P={tick})(?!`)"
 _HEAD_SPAN = re.compile(_SPAN.format(tick="t1", body="head"), re.S)
-_FRAGMENT_AFTER = re.compile(r"(?:[:,]?[ \n])?" + _SPAN.format(tick="t2", body="frag"), re.S)
+# Between the two spans: nothing but ": ", ", " or white space (one line break at most, as a
+# Markdown paragraph or a wrapped docstring has it).
+_FRAGMENT_AFTER = re.compile(r"(?:[:,]?[ \t]*\n?[ \t]*)" + _SPAN.format(tick="t2", body="frag"), re.S)
 # What a citation's head looks like, loosely (to report a malformed one) and exactly.
 _LOOKS_LIKE_HEAD = re.compile(r"^(?:vllm|sglang|nano-vllm)\s*(?:==|=|@)\s*\S*:\S+$")
 _HEAD = re.compile(r"^(?P<dist>vllm|sglang)==(?P<version>\d+(?:\.\d+)+(?:\.post\d+|rc\d+)?)"
@@ -175,7 +177,8 @@ def source_url(citation: Citation) -> str:
 
 
 # Snapshots, in every form the bank has used. A snapshot is (engine, ref): a release version,
-# a commit (full or abbreviated) or a branch name.
+# a commit (full or abbreviated) or a branch name. A link to a PR, an issue or a commit's diff
+# (`/pull/`, `/issues/`, `/commit/`) cites a change that was read, not a snapshot.
 _SHA = r"[0-9a-f]{7,40}"
 _SNAPSHOT_FORMS = (
     ("vllm", re.compile(r"(?<![\w-])vllm==(\d+(?:\.\d+)+(?:\.post\d+|rc\d+)?):")),
@@ -183,9 +186,9 @@ _SNAPSHOT_FORMS = (
     ("nano-vllm", re.compile(r"(?<![\w-])nano-vllm@(" + _SHA + r")\b")),
     ("vllm", re.compile(r"(?<![\w-])vllm@(" + _SHA + r")\b")),            # vllm-project/vllm@ too
     ("sglang", re.compile(r"(?<![\w-])sglang@(" + _SHA + r"|v?\d+(?:\.\d+)+)\b")),
-    ("vllm", re.compile(r"github\.com/vllm-project/vllm/(?:blob|tree|commit|raw)/([^/\s)\]`'\"]+)")),
-    ("sglang", re.compile(r"github\.com/sgl-project/sglang/(?:blob|tree|commit|raw)/([^/\s)\]`'\"]+)")),
-    ("nano-vllm", re.compile(r"github\.com/GeeeekExplorer/nano-vllm/(?:blob|tree|commit|raw)/"
+    ("vllm", re.compile(r"github\.com/vllm-project/vllm/(?:blob|tree|raw)/([^/\s)\]`'\"]+)")),
+    ("sglang", re.compile(r"github\.com/sgl-project/sglang/(?:blob|tree|raw)/([^/\s)\]`'\"]+)")),
+    ("nano-vllm", re.compile(r"github\.com/GeeeekExplorer/nano-vllm/(?:blob|tree|raw)/"
                              r"([^/\s)\]`'\"]+)")),
     ("vllm", re.compile(r"raw\.githubusercontent\.com/vllm-project/vllm/([^/\s)\]`'\"]+)")),
     ("sglang", re.compile(r"raw\.githubusercontent\.com/sgl-project/sglang/([^/\s)\]`'\"]+)")),

@@ -93,7 +93,7 @@ def test_finds_a_citation_with_its_fragment():
                                              2)]
 
 
-@pytest.mark.parametrize("between", [" ", ": ", ", ", "\n"])
+@pytest.mark.parametrize("between", [" ", ": ", ", ", "\n", "\n    ", ":\n    "])
 def test_fragment_may_follow_after_a_colon_a_comma_or_a_space(between):
     text = f"`sglang==0.5.23:sglang/srt/server_args.py`{between}`schedule_policy: str = \"fcfs\"`"
     (citation,) = find_citations(text)
@@ -118,6 +118,8 @@ def test_text_that_is_not_a_citation_is_left_alone():
 @pytest.mark.parametrize("text, says", [
     ("see `vllm==0.33.0:vllm/config/vllm.py` for the default", "not followed by a code span"),
     ("`vllm==0.33.0:vllm/config/vllm.py`", "not followed by a code span"),
+    ("`vllm==0.33.0:vllm/config/vllm.py`\n\n`class VllmConfig`", "not followed by a code span"),
+    ("`vllm==0.33.0:vllm/config/vllm.py` and `class VllmConfig`", "not followed by a code span"),
     ("`vllm=0.33.0:vllm/config/vllm.py` `x`", "is not <dist>==<version>:<path>"),
     ("`vllm==v0.33.0:vllm/config/vllm.py` `x`", "is not <dist>==<version>:<path>"),
     ("`nano-vllm@bb823b3:nanovllm/config.py` `x`", "40-hex commit"),
@@ -182,7 +184,9 @@ def test_snapshots_are_found_in_every_form():
             "vllm@b4622cf and https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/a.py\n"
             "https://github.com/vllm-project/vllm/blob/main/vllm/a.py sglang@006b0e3d317f\n"
             "https://github.com/sgl-project/sglang/tree/v0.5.23/python GeeeekExplorer/nano-vllm@bb823b3e\n"
-            "vllm-project/vllm#12345 and https://github.com/vllm-project/vllm/pull/9 are no snapshots")
+            "vllm-project/vllm#12345, https://github.com/vllm-project/vllm/pull/9 and\n"
+            "https://github.com/GeeeekExplorer/nano-vllm/commit/f64d821c2057e2f45d0accccf5b39fd6c1438473 "
+            "are no snapshots")
     found = {(s.engine, s.ref, s.line) for s in snapshots(text)}
     assert found == {("vllm", "0.33.0", 1), ("vllm", "b4622cf924bc72504aed99e486062d6633fde39e", 2),
                      ("vllm", "b4622cf", 3), ("vllm", "0.33.0", 3), ("vllm", "main", 4),
