@@ -201,6 +201,7 @@ class Snapshot:
     ref: str         # "0.33.0", a commit, or a branch
     line: int
     text: str        # what was matched, for the report
+    cited: bool      # in the citation format (a dist==version or nano-vllm@<commit> head)
 
 
 def snapshots(text: str) -> list[Snapshot]:
@@ -212,7 +213,9 @@ def snapshots(text: str) -> list[Snapshot]:
             ref = m[1]
             if re.fullmatch(r"v\d+(?:\.\d+)+(?:\.post\d+|rc\d+)?", ref):
                 ref = ref[1:]
-            found.append(Snapshot(engine, ref, text.count("\n", 0, m.start()) + 1, m[0]))
+            cited = "==" in m[0] or (m[0].startswith("nano-vllm@") and text[m.start() - 1:m.start()] == "`"
+                                     and len(ref) == 40 and text[m.end():m.end() + 1] == ":")
+            found.append(Snapshot(engine, ref, text.count("\n", 0, m.start()) + 1, m[0], cited))
     return found
 
 

@@ -196,6 +196,7 @@ def test_snapshots_are_found_in_every_form():
             "https://github.com/GeeeekExplorer/nano-vllm/commit/f64d821c2057e2f45d0accccf5b39fd6c1438473 "
             "are no snapshots")
     found = {(s.engine, s.ref, s.line) for s in snapshots(text)}
+    assert {s.text for s in snapshots(text) if s.cited} == {"vllm==0.33.0:"}
     assert found == {("vllm", "0.33.0", 1), ("vllm", "b4622cf924bc72504aed99e486062d6633fde39e", 2),
                      ("vllm", "b4622cf", 3), ("vllm", "0.33.0", 3), ("vllm", "main", 4),
                      ("sglang", "006b0e3d317f", 4), ("sglang", "0.5.23", 5),
@@ -285,3 +286,15 @@ def test_at_most_the_pinned_and_two_historical_snapshots_per_engine():
                         f"{engines.PINNED} {engines.HISTORICAL} nano-vllm@{engines.NANO_VLLM[:8]}"
                         " (convert them to the citation format of solutions/engines.py):\n"
                         + "\n".join(report))
+
+
+def test_engine_references_are_citations():
+    """A reference to an allowed snapshot in an old form (`GeeeekExplorer/nano-vllm@<commit>:<path>`,
+    a blob URL at `v0.33.0`) names no fragment, so nothing verifies it: it must be a citation."""
+    report = defaultdict(list)
+    for label, text in bank_texts(prose_only=False):
+        for s in snapshots(text):
+            if not s.cited and engines.is_allowed(s.engine, s.ref):
+                report[label.split(" cell ")[0]].append(s.text)
+    assert not report, ("engine references outside the citation format of solutions/engines.py:\n"
+                        + "\n".join(f"{f}: {', '.join(sorted(set(t)))}" for f, t in sorted(report.items())))
