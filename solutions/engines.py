@@ -6,8 +6,9 @@ only in an older release is history and cites that release; at most two such rel
 across the whole bank (`HISTORICAL`).
 
 A citation is a code span holding ``<dist>==<version>:<path inside the wheel>`` followed (after
-at most ``: ``, ``, `` or one space) by a code span with the fragment the fact rests on, which must
-occur in that file (whitespace runs compared as one space)::
+at most ``: ``, ``, `` or white space with one line break at most, as a wrapped paragraph or
+docstring has it) by a code span with the fragment the fact rests on, at least four characters,
+which must occur in that file (whitespace runs compared as one space)::
 
     `vllm==0.33.0:vllm/config/scheduler.py` `long_prefill_token_threshold: int = Field(default=0, ge=0)`
 
