@@ -6,8 +6,8 @@ only in an older release is history and cites that release; at most two such rel
 across the whole bank (`HISTORICAL`).
 
 A citation is a code span holding ``<dist>==<version>:<path inside the wheel>`` followed (after
-at most ``: ``, ``, `` or white space with one line break at most, as a wrapped paragraph or
-docstring has it) by a code span with the fragment the fact rests on, at least four characters,
+at most ``: ``, ``, `` or white space with one line break at most, as a wrapped paragraph,
+docstring or ``#`` comment has it) by a code span with the fragment the fact rests on, at least four characters,
 which must occur in that file (whitespace runs compared as one space)::
 
     `vllm==0.33.0:vllm/config/scheduler.py` `long_prefill_token_threshold: int = Field(default=0, ge=0)`
@@ -79,8 +79,9 @@ class Citation:
 _SPAN = r"(?P<{tick}>`+)(?P<{body}>.+?)(?<!`)(?P={tick})(?!`)"
 _HEAD_SPAN = re.compile(_SPAN.format(tick="t1", body="head"), re.S)
 # Between the two spans: nothing but ": ", ", " or white space (one line break at most, as a
-# Markdown paragraph or a wrapped docstring has it).
-_FRAGMENT_AFTER = re.compile(r"(?:[:,]?[ \t]*\n?[ \t]*)" + _SPAN.format(tick="t2", body="frag"), re.S)
+# Markdown paragraph or a wrapped docstring has it; after it, a wrapped comment's "#").
+_FRAGMENT_AFTER = re.compile(r"(?:[:,]?[ \t]*(?:\n[ \t]*#?[ \t]*)?)" + _SPAN.format(tick="t2", body="frag"),
+                             re.S)
 # What a citation's head looks like, loosely (to report a malformed one) and exactly.
 _LOOKS_LIKE_HEAD = re.compile(r"^(?:vllm|sglang|nano-vllm)\s*(?:==|=|@)\s*\S*:\S+$")
 _HEAD = re.compile(r"^(?P<dist>vllm|sglang)==(?P<version>\d+(?:\.\d+)+(?:\.post\d+|rc\d+)?)"
@@ -108,10 +109,10 @@ def _check_path(dist: str, path: str) -> str | None:
     return None
 
 
-def find_citations(text: str) -> list[Citation]:
-    """Every citation in `text`, in order. Raises CitationError naming the line of the first
-    malformed one (a head without a fragment, a bad version or path)."""
-    found = []
+def scan_citations(text: str) -> tuple[list[Citation], list[CitationError]]:
+    """Every citation in `text`, in order, and every malformed one (a head without a fragment, a
+    bad version or path), each error naming its line."""
+    found, errors = [], []
     pos = 0
     while (span := _HEAD_SPAN.search(text, pos)) is not None:
         head = _strip(span["head"]).strip()
@@ -119,30 +120,48 @@ def find_citations(text: str) -> list[Citation]:
         if not _LOOKS_LIKE_HEAD.match(head):
             continue
         line = text.count("\n", 0, span.start()) + 1
-        exact = _HEAD.match(head)
-        if exact is None:
-            raise CitationError(f"line {line}: `{head}` is not <dist>==<version>:<path> "
-                                "(vllm or sglang, e.g. `vllm==0.33.0:vllm/config/vllm.py`) "
-                                "nor nano-vllm@<40-hex commit>:<path>")
-        dist = exact["dist"] or exact["ndist"]
-        version = exact["version"] or exact["commit"]
-        path = exact["path"] or exact["npath"]
-        if (problem := _check_path(dist, path)) is not None:
-            raise CitationError(f"line {line}: `{head}`: {problem}")
-        frag = _FRAGMENT_AFTER.match(text, pos)
-        if frag is None or not _strip(frag["frag"]).strip():
-            raise CitationError(f"line {line}: `{head}` is not followed by a code span with the "
-                                "fragment it rests on (after at most ': ', ', ' or a space)")
-        fragment = _strip(frag["frag"])
-        if len(normalise(fragment)) < MIN_FRAGMENT:
-            raise CitationError(f"line {line}: `{head}` rests on `{fragment}`: a fragment names "
-                                f"something (at least {MIN_FRAGMENT} characters)")
-        if _LOOKS_LIKE_HEAD.match(fragment.strip()):
-            raise CitationError(f"line {line}: `{head}` is followed by another citation, "
-                                "not by the fragment it rests on")
-        found.append(Citation(dist, version, path, fragment, line))
-        pos = frag.end()
+        try:
+            citation, pos = _citation_at(text, head, line, pos)
+        except CitationError as error:
+            errors.append(error)
+            continue
+        found.append(citation)
+    return found, errors
+
+
+def find_citations(text: str) -> list[Citation]:
+    """Every citation in `text`, in order. Raises CitationError naming the line of the first
+    malformed one."""
+    found, errors = scan_citations(text)
+    if errors:
+        raise errors[0]
     return found
+
+
+def _citation_at(text: str, head: str, line: int, pos: int) -> tuple[Citation, int]:
+    """The citation whose head span ends at `pos`, and where its fragment span ends."""
+    exact = _HEAD.match(head)
+    if exact is None:
+        raise CitationError(f"line {line}: `{head}` is not <dist>==<version>:<path> "
+                            "(vllm or sglang, e.g. `vllm==0.33.0:vllm/config/vllm.py`) "
+                            "nor nano-vllm@<40-hex commit>:<path>")
+    dist = exact["dist"] or exact["ndist"]
+    version = exact["version"] or exact["commit"]
+    path = exact["path"] or exact["npath"]
+    if (problem := _check_path(dist, path)) is not None:
+        raise CitationError(f"line {line}: `{head}`: {problem}")
+    frag = _FRAGMENT_AFTER.match(text, pos)
+    if frag is None or not _strip(frag["frag"]).strip():
+        raise CitationError(f"line {line}: `{head}` is not followed by a code span with the "
+                            "fragment it rests on (after at most ': ', ', ' or a space)")
+    fragment = _strip(frag["frag"])
+    if len(normalise(fragment)) < MIN_FRAGMENT:
+        raise CitationError(f"line {line}: `{head}` rests on `{fragment}`: a fragment names "
+                            f"something (at least {MIN_FRAGMENT} characters)")
+    if _LOOKS_LIKE_HEAD.match(fragment.strip()):
+        raise CitationError(f"line {line}: `{head}` is followed by another citation, "
+                            "not by the fragment it rests on")
+    return Citation(dist, version, path, fragment, line), frag.end()
 
 
 def normalise(text: str) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from solutions import engines
-from solutions.engines import Citation, CitationError, check, find_citations, snapshots
+from solutions.engines import Citation, CitationError, check, find_citations, scan_citations, snapshots
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache" / "engines"
@@ -33,11 +33,11 @@ IN_CI = os.environ.get("CI") == "true"
 
 # -- where the bank states engine facts ---------------------------------------------------------
 
-def _notebook_texts(path: Path, prose_only: bool):
+def _notebook_texts(path: Path, prose_only: bool, root: Path = ROOT):
     """(label, text) of a notebook's Markdown cells and Markdown outputs; with prose_only=False
     also its code and its other outputs (an old snapshot in a comment is a snapshot too)."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    rel = path.relative_to(ROOT).as_posix()
+    rel = path.relative_to(root).as_posix()
     for n, cell in enumerate(cells):
         source = "".join(cell.get("source", ""))
         if cell["cell_type"] == "markdown" or not prose_only:
@@ -68,19 +68,18 @@ def bank_texts(root: Path = ROOT, prose_only: bool = True):
         text = path.read_text(encoding="utf-8")
         yield path.relative_to(root).as_posix(), _mutant_header(text) if prose_only else text
     for path in sorted([*root.glob("notebooks/**/*.ipynb"), *root.glob("docs/**/*.ipynb")]):
-        yield from _notebook_texts(path, prose_only)
+        yield from _notebook_texts(path, prose_only, root)
 
 
 def citation_problems(label: str, text: str, root: Path,
                       dists=("vllm", "sglang", "nano-vllm")) -> tuple[list[Citation], list[str]]:
     """The citations of `dists` in one text and what is wrong with any, each naming where it is
     (a malformed citation is reported whatever its dist)."""
-    try:
-        found = [c for c in find_citations(text) if c.dist in dists]
-    except CitationError as error:
-        return [], [f"{label} {error}"]
-    problems = [f"{label} line {c.line}: {problem}"
-                for c in found if (problem := check(c, root)) is not None]
+    found, errors = scan_citations(text)
+    found = [c for c in found if c.dist in dists]
+    problems = [f"{label} {error}" for error in errors]
+    problems += [f"{label} line {c.line}: {problem}"
+                 for c in found if (problem := check(c, root)) is not None]
     return found, problems
 
 
@@ -95,7 +94,7 @@ def test_finds_a_citation_with_its_fragment():
                                              2)]
 
 
-@pytest.mark.parametrize("between", [" ", ": ", ", ", "\n", "\n    ", ":\n    "])
+@pytest.mark.parametrize("between", [" ", ": ", ", ", "\n", "\n    ", ":\n    ", "\n# "])
 def test_fragment_may_follow_after_a_colon_a_comma_or_a_space(between):
     text = f"`sglang==0.5.23:sglang/srt/server_args.py`{between}`schedule_policy: str = \"fcfs\"`"
     (citation,) = find_citations(text)
@@ -157,6 +156,14 @@ def test_missing_fragment_names_the_file_the_line_and_the_fragment(tmp_path):
     _, problems = citation_problems("notebooks/q01.ipynb cell 3", text, root)
     assert problems == ["notebooks/q01.ipynb cell 3 line 2: vllm==0.33.0:vllm/config/scheduler.py: "
                         "fragment `long_prefill_token_threshold: int = 2048` is not in the file"]
+
+
+def test_every_malformed_citation_of_a_text_is_reported_and_the_good_ones_kept():
+    text = ("`vllm==0.33.0:vllm/a.py` alone\n`vllm==0.33.0:vllm/b.py` `class B`\n"
+            "`sglang==0.5.23:python/sglang/c.py` `def c(`")
+    found, errors = scan_citations(text)
+    assert [c.path for c in found] == ["vllm/b.py"]
+    assert [str(e)[:6] for e in errors] == ["line 1", "line 3"]
 
 
 def test_a_malformed_citation_is_reported_even_when_only_some_dists_are_checked(tmp_path):
@@ -244,7 +251,8 @@ def test_every_release_citation_holds_in_its_release(releases_root):
 def test_every_nano_vllm_citation_holds_at_its_commit():
     """nano-vllm is not on PyPI: its citations are verified in a checkout of the pinned commit at
     .cache/engines/nano-vllm-<commit>/ (fetch_engines.py fetches GitHub's archive of it)."""
-    cited = [(label, c) for label, text in bank_texts() for c in _safe(text) if c.dist == "nano-vllm"]
+    cited = [(label, c) for label, text in bank_texts() for c in scan_citations(text)[0]
+             if c.dist == "nano-vllm"]
     if not cited:
         return
     checkout = engines.release_dir(CACHE, "nano-vllm", engines.NANO_VLLM)
@@ -260,13 +268,6 @@ def test_every_nano_vllm_citation_holds_at_its_commit():
         pytest.skip(reason)
     problems = [f"{label} line {c.line}: {p}" for label, c in cited if (p := check(c, CACHE))]
     assert not problems, "\n".join(problems)
-
-
-def _safe(text: str) -> list[Citation]:
-    try:
-        return find_citations(text)
-    except CitationError:
-        return []
 
 
 def test_at_most_the_pinned_and_two_historical_snapshots_per_engine():

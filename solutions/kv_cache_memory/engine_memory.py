@@ -127,9 +127,8 @@ class StartupLedger:
 
     def check(self, max_model_len: int) -> str | None:
         """The startup check on one rank: None if it passes, else the error text vLLM raises
-        (the messages of `vllm==0.33.0:vllm/v1/core/kv_cache_planning.py`
-        `def _check_enough_kv_cache_memory(`, without the parenthesis 0.33.0 adds about the CPU
-        backend)."""
+        (the message of `_check_enough_kv_cache_memory`, vllm-project/vllm@
+        001cabc1be16a59a70d720ed61a13b678c060a18:vllm/v1/core/kv_cache_utils.py)."""
         if self.available_kv <= 0:
             return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
                     f"when initializing the engine. {_SEE_DOCS}")
