@@ -299,3 +299,60 @@ def test_engine_references_are_citations():
                 report[label.split(" cell ")[0]].append(s.text)
     assert not report, ("engine references outside the citation format of solutions/engines.py:\n"
                         + "\n".join(f"{f}: {', '.join(sorted(set(t)))}" for f, t in sorted(report.items())))
+
+
+# -- the fetch script's nano-vllm path (GitHub's archive of the pinned commit), without a network --
+
+def _fetch_script():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import fetch_engines
+    return fetch_engines
+
+
+def test_nano_vllm_archive_is_unpacked_by_its_paths_in_the_repository(tmp_path, monkeypatch):
+    import io
+    import tarfile
+    import urllib.request
+    fetch_engines = _fetch_script()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in (("nanovllm/engine/scheduler.py", b"self.running.pop()\n"),
+                           ("assets/logo.png", b"\x89PNG")):
+            info = tarfile.TarInfo(f"nano-vllm-{engines.NANO_VLLM}/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+    class Response(io.BytesIO):
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    urls = []
+    monkeypatch.setattr(fetch_engines, "CACHE", tmp_path)
+    monkeypatch.setattr(urllib.request, "urlopen",
+                        lambda url, timeout: urls.append(url) or Response(buffer.getvalue()))
+    assert fetch_engines.fetch_nano_vllm() == f"nano-vllm@{engines.NANO_VLLM[:8]}"
+    checkout = engines.release_dir(tmp_path, "nano-vllm", engines.NANO_VLLM)
+    assert (checkout / "nanovllm/engine/scheduler.py").read_text() == "self.running.pop()\n"
+    assert not (checkout / "assets").exists(), "only source and text files are kept"
+    assert urls == [f"https://codeload.github.com/GeeeekExplorer/nano-vllm/tar.gz/{engines.NANO_VLLM}"]
+    assert fetch_engines.fetch_nano_vllm() is None and len(urls) == 1, "a second fetch does nothing"
+    (citation,) = find_citations(f"`nano-vllm@{engines.NANO_VLLM}:nanovllm/engine/scheduler.py` "
+                                 "`self.running.pop()`")
+    assert check(citation, tmp_path) is None
+
+
+def test_nano_vllm_fetch_failure_is_reported_not_raised(tmp_path, monkeypatch):
+    import urllib.request
+    fetch_engines = _fetch_script()
+    monkeypatch.setattr(fetch_engines, "CACHE", tmp_path)
+
+    def unreachable(url, timeout):
+        raise OSError("Name or service not known")
+
+    monkeypatch.setattr(urllib.request, "urlopen", unreachable)
+    message = fetch_engines.fetch_nano_vllm()
+    assert "not fetched from https://codeload.github.com/" in message and "Name or service" in message
+    assert not engines.release_dir(tmp_path, "nano-vllm", engines.NANO_VLLM).exists()
