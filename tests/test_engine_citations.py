@@ -356,3 +356,43 @@ def test_nano_vllm_fetch_failure_is_reported_not_raised(tmp_path, monkeypatch):
     message = fetch_engines.fetch_nano_vllm()
     assert "not fetched from https://codeload.github.com/" in message and "Name or service" in message
     assert not engines.release_dir(tmp_path, "nano-vllm", engines.NANO_VLLM).exists()
+
+
+def _fake_pip(wheel_bytes: bytes, name: str):
+    """A stand-in for `pip download`: writes the given wheel into --dest."""
+    def run(args, check, timeout):
+        dest = Path(args[args.index("--dest") + 1])
+        (dest / name).write_bytes(wheel_bytes)
+    return run
+
+
+def _wheel(files: dict[str, bytes]) -> bytes:
+    import io
+    import zipfile
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_a_wheel_is_checked_against_its_sha256_and_only_its_source_unpacked(tmp_path, monkeypatch):
+    import hashlib
+    fetch_engines = _fetch_script()
+    wheel = _wheel({"vllm/config/cache.py": b"DEFAULT_BLOCK_SIZE: ClassVar[int] = 16\n",
+                    "vllm/_C.abi3.so": b"\x7fELF", "vllm-9.9.9.dist-info/RECORD": b"x"})
+    name = "vllm-9.9.9-cp38-abi3-manylinux_2_28_x86_64.whl"
+    monkeypatch.setattr(fetch_engines, "CACHE", tmp_path)
+    monkeypatch.setattr(fetch_engines, "releases", lambda: [("vllm", "9.9.9")])
+    monkeypatch.setattr(fetch_engines.subprocess, "run", _fake_pip(wheel, name))
+    monkeypatch.setattr(fetch_engines, "WHEELS", {("vllm", "9.9.9"): (name, "0" * 64)})
+    with pytest.raises(SystemExit, match="sha256"):
+        fetch_engines.fetch()
+    assert not fetch_engines.all_ready(), "a wheel that fails its hash is not unpacked"
+    monkeypatch.setattr(fetch_engines, "WHEELS",
+                        {("vllm", "9.9.9"): (name, hashlib.sha256(wheel).hexdigest())})
+    assert fetch_engines.fetch() == ["vllm==9.9.9"] and fetch_engines.all_ready()
+    unpacked = engines.release_dir(tmp_path, "vllm", "9.9.9")
+    assert sorted(p.relative_to(unpacked).as_posix() for p in unpacked.rglob("*") if p.is_file()) == \
+        [".complete", "vllm/config/cache.py"]
+    assert fetch_engines.fetch() == [], "a release already unpacked is not fetched again"
