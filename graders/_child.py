@@ -181,8 +181,19 @@ def describe(exc):
 
 
 def invoke(obj, name, args):
+    """Call one method. When an argument is a list or dict (the caller's data), the reply
+    also carries the arguments as they are after the call, so the grader can see a method
+    that changed what it was given (a JSON copy is all it sent)."""
+    mutable = any(type(a) in (list, dict) for a in args)
     try:
-        return {"ok": encode(getattr(obj, name)(*args))}
+        value = getattr(obj, name)(*args)
+        if not mutable:
+            return {"ok": encode(value)}
+        try:
+            after = encode(args)
+        except TypeError:
+            after = "not plain data"
+        return {"ok": encode(value), "args": after}
     except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
         return {"fatal": "the submission raised %s (it tried to exit)" % type(exc).__name__}
     except RecursionError as exc:

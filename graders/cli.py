@@ -1,4 +1,4 @@
-"""grader list | show EX | init EX [PATH] | check EX FILE [--json PATH] [--seed N] [--examples N]
+"""grader list | show EX [--coverage [--seed N]] | init EX [PATH] | check EX FILE [--json PATH] [--seed N] [--examples N]
        | mutant EX [NAME [PATH]]
 
 Exit status of `check`: 0 pass, 1 fail, 2 the file cannot be loaded or lacks the interface,
@@ -31,10 +31,38 @@ def cmd_list(args) -> int:
 
 def cmd_show(args) -> int:
     ex = _exercise(args.exercise)
-    print(f"{ex.question}: {ex.title}\n\n{ex.spec}\nInterface:\n{ex.interface()}\n\nProperties:")
+    if args.coverage:
+        return show_coverage(ex, args.seed)
+    print(f"{ex.question}: {ex.title}\n\n{ex.task}\nInterface:\n{ex.interface()}\n\nProperties:")
     for i, p in enumerate(ex.properties, 1):
         print(f"  {i}. {p.name}: {p.summary}")
     return 0
+
+
+def show_coverage(ex, seed: int) -> int:
+    """Grade the reference at the default example count and print how often its runs
+    reached each outcome: every call's (method: ok or the exception it raised) and every
+    path the machine labels. A path the spec names (Exercise.paths) reached fewer than
+    MIN_REACHED times is a hole: exit status 1."""
+    from graders.exercise import MIN_REACHED
+    verdict = runner.grade(ex, ex.reference.read_text(), "reference.py", seed=seed)
+    print(f"{ex.name}: what a default run of the reference reaches (seed {seed}, "
+          f"{verdict.examples} examples x {len(ex.runs)} run(s); {report.headline(verdict)})")
+    holes = coverage_holes(ex, verdict.coverage)
+    width = max(map(len, verdict.coverage), default=10)
+    for label in sorted(set(verdict.coverage) | set(ex.paths)):
+        mark = ("  HOLE" if label in holes else "  (named by the spec)" if label in ex.paths
+                else "")
+        print(f"  {label:<{width}}  {verdict.coverage[label]:>6}{mark}")
+    if holes:
+        print(f"{len(holes)} named path(s) reached fewer than {MIN_REACHED} times")
+    return 1 if holes or not verdict.passed else 0
+
+
+def coverage_holes(ex, reached) -> list[str]:
+    """The paths the spec names that a run reached fewer than MIN_REACHED times."""
+    from graders.exercise import MIN_REACHED
+    return [label for label in ex.paths if reached[label] < MIN_REACHED]
 
 
 def cmd_init(args) -> int:
@@ -98,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("list", help="list exercises").set_defaults(fn=cmd_list)
     p = sub.add_parser("show", help="print an exercise's task and interface")
     p.add_argument("exercise")
+    p.add_argument("--coverage", action="store_true",
+                   help="grade the reference and count the outcomes its runs reach")
+    p.add_argument("--seed", type=int, default=0)
     p.set_defaults(fn=cmd_show)
     p = sub.add_parser("init", help="write a starter file")
     p.add_argument("exercise")

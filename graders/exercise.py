@@ -17,6 +17,7 @@ be trusted, and the verdict is a fail whatever follows).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -61,6 +62,8 @@ class Exercise:
     all_properties: tuple[Property, ...] = ()  # set by only(): every property checks report on
     excused: tuple[str, ...] = ()   # set by all_but(): treated as already failed, not reported
     steered: tuple[str, ...] = ()   # properties the machine generates differently for (its focus)
+    paths: tuple[str, ...] = ()     # outcomes the spec names that a default run must reach
+                                    # (GradedMachine.reach labels; `grader show --coverage`)
 
     @property
     def runs(self) -> tuple[tuple[Property, ...], ...]:
@@ -100,12 +103,28 @@ class Exercise:
         graded = self.only(*(p.name for p in self.every_property if p.name not in names))
         return replace(graded, excused=tuple(names))
 
+    @property
+    def task(self) -> str:
+        """The spec as `grader show` prints it: the exercise's own text, then the rule every
+        exercise shares (a grader replays calls, so answers must not depend on chance)."""
+        return self.spec.rstrip("\n") + "\n\n" + DETERMINISTIC
+
     def interface(self) -> str:
         lines = [f"class {self.class_name}:"]
         for m in self.methods:
             lines.append(f"    def {m.signature()}  # -> {m.returns}")
             lines.append(f"        {m.doc}")
         return "\n".join(lines)
+
+
+DETERMINISTIC = """\
+Your class must be deterministic: a new instance given the same calls gives the same answers
+(the grader replays a failing sequence to shrink it). Seed any randomness you use, e.g.
+random.Random(0) kept on the instance, and keep no state outside the instance. A class that
+answers a replay differently gets no verdict on its properties, only this message.
+"""
+
+MIN_REACHED = 5   # a spec-named outcome a default run reaches fewer times than this is a hole
 
 
 class PropertyFailure(AssertionError):
@@ -130,6 +149,13 @@ class Transcript:
     steps: list[Step] = field(default_factory=list)
 
 
+def shown_steps(steps: list[Step]) -> list[Step]:
+    """The calls a repro shows: every action, and the read-only queries after the last one
+    (where the check failed)."""
+    last_action = max((i for i, s in enumerate(steps) if not s.query), default=-1)
+    return [s for i, s in enumerate(steps) if not s.query or i > last_action]
+
+
 class TooManyDropped(BaseException):
     """So many examples broke already-failed properties that this one cannot be judged.
     A BaseException so hypothesis stops at once instead of generating on."""
@@ -142,6 +168,10 @@ class RunStats:
     dropped: int = 0                   # broke a property already reported failed (no pass)
     drop_limit: int = 1000             # more dropped than this: give up on the run
     first_failure: "PropertyFailure | None" = None
+    reached: Counter = field(default_factory=Counter)   # coverage: label -> times reached
+    # property -> (shown calls, steps, reason): the shortest failing transcript seen, which a
+    # shrink stopped early (a cap, a limit) may not have replayed last
+    shortest: dict = field(default_factory=dict)
 
     @property
     def valid(self) -> int:
@@ -163,6 +193,24 @@ class GradedMachine(RuleBasedStateMachine):
         self.transcript.steps = []
         self.stats.started += 1
 
+    def reach(self, *labels: str) -> None:
+        """Count a path the spec names (a refusal, an eviction...): `grader show --coverage`
+        prints how often a default run reaches each, so a hole is visible."""
+        for label in labels:
+            self.stats.reached[label] += 1
+
+    def send(self, calls: list[tuple[str, tuple, bool]]) -> list[Reply]:
+        """One round trip: (method, args, read-only?) in order; all run, even after a raise.
+        Each action's outcome is counted for coverage ("free: ok", "append: MemoryError")."""
+        steps = [Step(m, tuple(a), query=q) for m, a, q in calls]
+        self.transcript.steps.extend(steps)
+        replies = self.sandbox.call_many([(m, list(a)) for m, a, _ in calls])
+        for step, reply in zip(steps, replies):
+            step.reply = reply
+            if not step.query:
+                self.stats.reached[f"{step.method}: {reply.raised or 'ok'}"] += 1
+        return replies
+
     def construct(self, *args) -> Reply:
         self.transcript.steps.append(Step(None, args))
         reply = self.sandbox.new(list(args))
@@ -172,19 +220,11 @@ class GradedMachine(RuleBasedStateMachine):
         return reply
 
     def call(self, method: str, *args) -> Reply:
-        step = Step(method, args)
-        self.transcript.steps.append(step)
-        step.reply = self.sandbox.call(method, *args)
-        return step.reply
+        return self.send([(method, args, False)])[0]
 
     def query(self, calls: list[tuple[str, tuple]]) -> list[Reply]:
         """Read-only calls batched into one round trip (invariant checks)."""
-        steps = [Step(m, tuple(a), query=True) for m, a in calls]
-        self.transcript.steps.extend(steps)
-        replies = self.sandbox.call_many([(m, list(a)) for m, a in calls])
-        for step, reply in zip(steps, replies):
-            step.reply = reply
-        return replies
+        return self.send([(m, a, True) for m, a in calls])
 
     def check(self, prop: str, ok: bool, reason: str) -> None:
         """Fail `prop`, whichever property this run grades. Only a property already reported
@@ -201,6 +241,10 @@ class GradedMachine(RuleBasedStateMachine):
         failure = PropertyFailure(prop, reason)
         if self.stats.first_failure is None:
             self.stats.first_failure = failure
+        shown = len(shown_steps(self.transcript.steps))
+        best = self.stats.shortest.get(prop)
+        if best is None or shown < best[0]:
+            self.stats.shortest[prop] = (shown, list(self.transcript.steps), reason)
         raise failure
 
     # exact comparisons: values cross as JSON, so a float is never an int and bool never is

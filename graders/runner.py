@@ -16,6 +16,7 @@ verdict's status is `error` (rerun), never a failure of the code.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from hypothesis import HealthCheck, Phase, Verbosity, seed as hypothesis_seed, settings
@@ -23,7 +24,8 @@ from hypothesis.errors import Flaky, Unsatisfiable
 from hypothesis.internal.conjecture import engine as _engine, providers as _providers
 from hypothesis.stateful import run_state_machine_as_test
 
-from graders.exercise import Exercise, PropertyFailure, RunStats, TooManyDropped, Transcript
+from graders.exercise import (Exercise, PropertyFailure, RunStats, TooManyDropped, Transcript,
+                              shown_steps)
 from graders.sandbox import Limits, Sandbox, SandboxFatal, SandboxLimit
 from graders.script import repro_script
 
@@ -54,6 +56,7 @@ class PropertyResult:
     script: str = ""
     outcome: str = PASS       # pass | fail | not checked (others failed first) | limit
     examples: int = 0         # valid examples the verdict rests on (a pass needs min_valid)
+    note: str = ""            # said after the reason (e.g. a limit cut the shrinking)
 
     @property
     def failed(self) -> bool:
@@ -68,12 +71,13 @@ class Verdict:
     examples: int
     load_error: str = ""                 # set: the file could not be graded (exit 2)
     limit_error: str = ""                # set: a limit cut the load itself (exit 3)
+    nondeterministic: str = ""           # set: a replay answered differently (exit 2)
     properties: list[PropertyResult] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     output: str = ""                     # candidate stdout/stderr, truncated
     seconds: float = 0.0                 # not shown in text reports (they must be stable)
     numbering: list[str] = field(default_factory=list)  # every property, as `grader show` lists
-
+    coverage: Counter = field(default_factory=Counter)  # label -> times the runs reached it
 
     def result(self, name: str) -> PropertyResult | None:
         """The named property's result (None: it was not graded)."""
@@ -85,32 +89,44 @@ class Verdict:
         return [p.name for p in self.properties if p.failed]
 
     @property
+    def not_checked(self) -> list[str]:
+        """Properties neither passed nor failed (others failed first, or a limit cut them)."""
+        return [p.name for p in self.properties if not p.passed and not p.failed]
+
+    @property
+    def cannot_grade(self) -> str:
+        """Why no property could be judged: the file, or its answers changing on replay."""
+        return self.load_error or self.nondeterministic
+
+    @property
     def limited(self) -> bool:
         """A limit, not a check, decided: nothing failed but some property was cut."""
-        return (not self.load_error and not self.violations and not self.failed
+        return (not self.cannot_grade and not self.violations and not self.failed
                 and (bool(self.limit_error) or any(p.outcome == LIMIT for p in self.properties)))
 
     @property
     def passed(self) -> bool:
-        return (not self.load_error and not self.limit_error and not self.violations
+        return (not self.cannot_grade and not self.limit_error and not self.violations
                 and bool(self.properties) and all(p.passed for p in self.properties))
 
     @property
     def score(self) -> float:
-        if self.load_error or not self.properties:
+        if self.cannot_grade or not self.properties:
             return 0.0
         return sum(p.passed for p in self.properties) / len(self.properties)
 
     @property
     def status(self) -> str:
         """Exercism's top-level status: error when the file or a limit decided."""
-        return ("error" if self.load_error or self.limited else
+        return ("error" if self.cannot_grade or self.limited else
                 "pass" if self.passed else "fail")
 
     @property
     def exit_status(self) -> int:
-        """0 pass, 1 fail, 2 cannot grade the file, 3 a limit decided (rerun)."""
-        return 2 if self.load_error else 3 if self.limited else 0 if self.passed else 1
+        """0 pass, 1 fail, 2 cannot grade the file (or it is not deterministic), 3 a limit
+        decided (rerun)."""
+        return (2 if self.cannot_grade else 3 if self.limited else
+                0 if self.passed else 1)
 
 
 def min_valid(examples: int) -> int:
@@ -220,8 +236,14 @@ def _grade_properties(exercise, sandbox, verdict, filename, shrink, stop_first) 
                                                      "stopped at the first failure",
                                                      outcome=UNCHECKED)
                 break
-            result = _run_property(exercise, pending[0], sandbox, verdict.seed,
-                                   verdict.examples, filename, shrink, failed, everything)
+            try:
+                result = _run_property(exercise, pending[0], sandbox, verdict.seed,
+                                       verdict.examples, filename, shrink, failed, everything,
+                                       verdict.coverage)
+            except NotDeterministic as exc:
+                verdict.nondeterministic = str(exc)
+                verdict.properties = []
+                return
             if result.failed:  # the focus or another property: the rest run again
                 results[result.name] = result
             else:  # the run ended without a failure: its outcome is every open property's
@@ -233,8 +255,20 @@ def _grade_properties(exercise, sandbox, verdict, filename, shrink, stop_first) 
     verdict.properties = sorted(results.values(), key=lambda r: order.index(r.name))
 
 
+class NotDeterministic(Exception):
+    """The submission answered a replay of the same calls differently: no property can be
+    judged (a failure cannot be reproduced, nor a pass trusted)."""
+
+
+NONDETERMINISTIC = ("the class answered the same calls differently when they were replayed, "
+                    "so no property can be judged: it must be "
+                    "deterministic. Seed any randomness (random.Random(0) kept on the "
+                    "instance) and keep no state outside the instance (a module-level "
+                    "counter, a global cache, the clock)")
+
+
 def _run_property(exercise, prop, sandbox: Sandbox, seed, examples, filename, shrink,
-                  failed, everything) -> PropertyResult:
+                  failed, everything, coverage=None) -> PropertyResult:
     transcript, stats = Transcript(), RunStats(drop_limit=examples)
     machine = type(f"{exercise.machine.__name__}_{prop.name.replace('-', '_')}",
                    (exercise.machine,),
@@ -243,17 +277,20 @@ def _run_property(exercise, prop, sandbox: Sandbox, seed, examples, filename, sh
                     "stats": stats})
     hypothesis_seed(seed)(machine)
     result = PropertyResult(prop.name, prop.summary, passed=True)
+    checked = False   # the failure is a check's (not a crash): its shortest repro is shown
     sandbox.begin_budget()
     try:
         run_state_machine_as_test(machine, settings=profile(examples, exercise.steps, shrink))
     except PropertyFailure as failure:
         result = _failure(everything, failure.prop, failure.reason)
+        checked = True
     except SandboxLimit as limit:
         if stats.first_failure is not None:  # a check failed before the limit cut the shrink
-            first = stats.first_failure
-            result = _failure(everything, first.prop, first.reason +
-                              f" (not shrunk: {limit})")
-            transcript.steps = []
+            first, checked = stats.first_failure, True
+            result = _failure(everything, first.prop, first.reason)
+            result.note = f" (shrinking cut short: {limit})"
+            result.reason += result.note
+            transcript.steps = []   # cut mid-call: the shortest complete failure is shown
         else:
             result = PropertyResult(prop.name, prop.summary, False, f"not checked (limit): "
                                     f"{limit}", outcome=LIMIT)
@@ -266,16 +303,42 @@ def _run_property(exercise, prop, sandbox: Sandbox, seed, examples, filename, sh
     except (Unsatisfiable, TooManyDropped):
         result = _unchecked(prop, failed, stats.valid, examples, stats.started)
     except Flaky as flaky:
-        result = _failure(everything, prop.name, "the submission's behaviour is not "
-                          "reproducible (it depends on state outside the instance, or on "
-                          f"chance): {str(flaky)[:200]}")
+        cut = next((e for e in getattr(flaky, "exceptions", ()) if isinstance(e, SandboxLimit)),
+                   None)
+        if cut is None:
+            raise NotDeterministic(NONDETERMINISTIC) from None
+        # a limit cut the first run of an example and not its replay: the machine, not the
+        # class, was inconsistent (a busy moment), so this is a limit's no verdict
+        result = PropertyResult(prop.name, prop.summary, False, f"not checked (limit): {cut}",
+                                outcome=LIMIT)
+        sandbox.restart()
+        _reload(exercise, sandbox)
     else:
         result.examples = stats.valid
         if stats.valid < min_valid(examples) or stats.dropped:
             result = _unchecked(prop, failed, stats.valid, examples, stats.started)
-    if result.failed and transcript.steps:
-        result.script = repro_script(exercise, filename, transcript, result.name, result.reason)
+    if coverage is not None:
+        coverage.update(stats.reached)
+    if result.failed:
+        if checked:
+            _shortest_repro(result, transcript, stats)
+        if transcript.steps:
+            result.script = repro_script(exercise, filename, transcript, result.name,
+                                         result.reason)
     return result
+
+
+def _shortest_repro(result: PropertyResult, transcript: Transcript, stats: RunStats) -> None:
+    """The repro is the shortest failing sequence the run saw for this property: usually the
+    shrinker's last replay, but a shrink stopped early (the shrink cap, a limit) may have
+    met a shorter one on the way. Its reason comes with it."""
+    best = stats.shortest.get(result.name)
+    if best is None:
+        return
+    shown, steps, reason = best
+    if not transcript.steps or shown < len(shown_steps(transcript.steps)):
+        transcript.steps = steps
+        result.reason = reason + result.note
 
 
 def _failure(everything, name, reason) -> PropertyResult:

@@ -145,6 +145,7 @@ class Reply:
     raised: str | None = None          # the exception class name
     builtin: tuple[str, ...] = ()      # builtin exception classes in its MRO
     message: str = ""
+    after: object = None               # list/dict arguments as they were after the call
 
     def raised_builtin(self, name: str) -> bool:
         return self.raised is not None and name in self.builtin
@@ -344,6 +345,8 @@ class Sandbox:
             self._die(f"{what}: {r['fatal'][:300]}")
         if "ok" in r and len(r) == 1:
             return Reply(value=_exact(r["ok"]))
+        if "ok" in r and "args" in r and len(r) == 2:
+            return Reply(value=_exact(r["ok"]), after=_exact(r["args"]))
         if (isinstance(r.get("raised"), str) and isinstance(r.get("builtin"), list)
                 and all(isinstance(b, str) for b in r["builtin"])
                 and isinstance(r.get("message"), str)):

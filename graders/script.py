@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from graders.exercise import Exercise, Transcript
+from graders.exercise import Exercise, Transcript, shown_steps
 
 MAX_LINES = 40
 
 
 def repro_script(exercise: Exercise, filename: str, transcript: Transcript, prop: str,
                  reason: str) -> str:
-    steps = transcript.steps
-    last_action = max((i for i, s in enumerate(steps) if not s.query), default=-1)
-    # read-only queries matter only after the last action (where the check failed)
-    shown = [s for i, s in enumerate(steps) if not s.query or i > last_action]
+    shown = shown_steps(transcript.steps)
     var = exercise.class_name.lower()[:1] or "x"
     lines = [f"# minimal failing sequence for property {prop!r}",
              "import runpy",

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from solutions.hardware import GPU
+from solutions.hardware import DTYPE_BYTES, GPU
 from solutions.models import Model
 from solutions.step_model import StepModel
 from solutions.units import GiB
@@ -78,6 +78,152 @@ def kv_pool_bytes(
             f"{model.name}'s weights ({model.weight_bytes(weight_dtype) / GiB:.1f} GiB) plus "
             f"{non_kv_bytes / GiB:.1f} GiB of non-KV memory")
     return pool
+
+
+# ---- feasibility: the one place the kit asks "does this batch fit in the KV pool?" -------------
+# vLLM gives each tensor-parallel rank max(1, KV heads // TP) KV heads: with more ranks than KV
+# heads each rank keeps a replica of one, so its KV per token stops shrinking with TP
+# (`vllm==0.33.0:vllm/config/model.py` `return max(1, total_num_kv_heads // parallel_config.tensor_parallel_size)`).
+def kv_heads_per_gpu(model: Model, tp: int = 1) -> int:
+    """KV heads one tensor-parallel rank holds (replicated when `tp` exceeds the KV-head count)."""
+    if not isinstance(tp, int) or tp < 1:
+        raise ValueError(f"tp must be a positive integer, got {tp!r}")
+    return max(1, model.num_kv_heads // tp)
+
+
+def kv_bytes_per_token_per_gpu(model: Model, tp: int = 1, kv_dtype: str = "bf16", pp: int = 1) -> float:
+    """KV bytes one cached token costs on each rank: 2 x the rank's layers (all of them, or the
+    largest pipeline stage's share with `pp` stages) x the rank's KV heads x head_dim."""
+    return 2 * _stage_layers(model.n_attention, pp) * kv_heads_per_gpu(model, tp) * model.head_dim * DTYPE_BYTES[kv_dtype]
+
+
+def _stage_layers(layers: int, pp: int) -> int:
+    """Layers of the largest of `pp` pipeline stages (split as evenly as integers allow)."""
+    if not isinstance(pp, int) or pp < 1 or pp > layers:
+        raise ValueError(f"pp must be an integer in [1, {layers}], got {pp!r}")
+    return -(-layers // pp)
+
+
+class InfeasibleBatch(ValueError):
+    """A batch whose KV does not fit in the pool it is priced on."""
+
+
+@dataclass(frozen=True)
+class KVCapacity:
+    """The KV pool of `model` on `tp` x `gpu`, per rank, sized the way vLLM's worker sizes it
+    (`kv_pool_bytes` on one rank's total, with the rank's shard of the weights), and what fits in
+    it. Every kit helper that prices a batch or a capacity asks this object; `check` raises
+    `InfeasibleBatch` naming the pool and the batch, `clamp` returns "at most what fits"."""
+
+    model: Model
+    gpu: GPU
+    tp: int
+    weight_dtype: str
+    kv_dtype: str
+    gpu_memory_utilization: float
+    non_kv_bytes: float  # per rank
+    pool_bytes: float  # per rank
+    pp: int = 1  # pipeline stages: a rank holds its stage's layers (the largest stage binds)
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """Per rank (KV-head replication included)."""
+        return kv_bytes_per_token_per_gpu(self.model, self.tp, self.kv_dtype, self.pp)
+
+    @property
+    def tokens(self) -> int:
+        """Cached tokens the pool holds (the same on every rank)."""
+        return math.floor(self.pool_bytes / self.kv_bytes_per_token)
+
+    @property
+    def replicated(self) -> bool:
+        return self.tp > self.model.num_kv_heads
+
+    def sequences(self, context_len: float) -> int:
+        """Whole sequences of `context_len` cached tokens that fit (block rounding ignored)."""
+        _check_positive(context_len=context_len)
+        return math.floor(self.tokens / context_len)
+
+    def holds(self, batch: float, context_len: float) -> bool:
+        return batch * context_len <= self.tokens
+
+    def describe(self) -> str:
+        rep = (f", KV heads replicated: {kv_heads_per_gpu(self.model, self.tp)} of {self.model.num_kv_heads} per rank"
+               if self.replicated else "")
+        layout = f"TP {self.tp} x PP {self.pp} = {self.tp * self.pp}" if self.pp > 1 else f"{self.tp}"
+        return (f"{self.model.name} on {layout} x {self.gpu.name} ({self.weight_dtype} weights, {self.kv_dtype} KV, "
+                f"gpu_memory_utilization {self.gpu_memory_utilization}): KV pool {self.pool_bytes / GiB:.1f} GiB per rank "
+                f"= {self.tokens:,} tokens{rep}")
+
+    def check_tokens(self, tokens: float, what: str = "batch") -> None:
+        """Raise `InfeasibleBatch` unless `tokens` cached tokens (a whole batch's) fit."""
+        if tokens > self.tokens:
+            raise InfeasibleBatch(f"{what}: {tokens:,.0f} KV tokens do not fit: {self.describe()} "
+                                  f"({tokens / self.tokens:.1f}x the pool)")
+
+    def check(self, batch: float, context_len: float, what: str = "batch") -> None:
+        """Raise `InfeasibleBatch` unless `batch` sequences of `context_len` cached tokens fit."""
+        _check_positive(batch=batch)
+        if not self.holds(batch, context_len):
+            raise InfeasibleBatch(
+                f"{what}: {batch:,.0f} sequences x {context_len:,.0f} tokens = {batch * context_len:,.0f} KV tokens "
+                f"do not fit: {self.describe()}, at most {self.sequences(context_len):,} such sequences "
+                f"({batch * context_len / self.tokens:.1f}x the pool)")
+
+    def clamp(self, batch: int, context_len: float) -> int:
+        """min(batch, what fits): for answers that want "at most what fits" (say so where used)."""
+        return min(int(batch), self.sequences(context_len))
+
+
+def kv_capacity(model: Model, gpu: GPU, tp: int = 1, *, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
+                gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
+                non_kv_bytes: float = 2 * GiB, precision=None, pp: int = 1) -> KVCapacity:
+    """The KV pool and what fits in it for `model` on `tp` x `gpu` (per rank: the rank's total
+    x utilization - its 1/tp of the weights - `non_kv_bytes`). `precision` (a step-model
+    `Precision`) sets both dtypes at once. With `pp` pipeline stages each rank holds 1/tp of its
+    stage's layers (weights and KV; embeddings spread evenly, an approximation) and the largest
+    stage binds."""
+    if precision is not None:
+        weight_dtype, kv_dtype = precision.weight, precision.kv
+    kv_heads_per_gpu(model, tp)  # validates tp
+    for name, dtype in (("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype)):
+        if dtype not in DTYPE_BYTES:
+            raise ValueError(f"{name} must be one of {sorted(DTYPE_BYTES)}, got {dtype!r}")
+    share = _stage_layers(model.num_layers, pp) / model.num_layers
+    shard = _ShardWeights(model, tp, share)
+    pool = kv_pool_bytes(shard, total_memory_bytes(gpu), gpu_memory_utilization, non_kv_bytes, weight_dtype)
+    return KVCapacity(model, gpu, tp, weight_dtype, kv_dtype, gpu_memory_utilization, non_kv_bytes, pool, pp)
+
+
+def step_model_capacity(step_model: StepModel, **kw) -> KVCapacity:
+    """`kv_capacity` for a step model's model, GPU, TP and precision (keywords go to it)."""
+    return kv_capacity(step_model.model, step_model.gpu, step_model.tp, precision=step_model.precision, **kw)
+
+
+def feasible_decode(step_model: StepModel, batch: float, context_len: float, what: str = "decode batch",
+                    capacity: KVCapacity | None = None):
+    """`step_model.decode(batch, context_len)` after checking that the batch's KV fits the pool
+    (`capacity`, default the step model's own at vLLM's defaults): raises `InfeasibleBatch`
+    naming the pool and the batch when it does not."""
+    (capacity or step_model_capacity(step_model)).check(batch, context_len, what)
+    return step_model.decode(batch, context_len)
+
+
+@dataclass(frozen=True)
+class _ShardWeights:
+    """One rank's view of a model for `kv_pool_bytes`: 1/tp of the weights, the model's name."""
+
+    model: Model
+    tp: int
+    share: float = 1.0  # of the layers (a pipeline stage's)
+
+    @property
+    def name(self) -> str:
+        part = self.share / self.tp
+        return f"{self.model.name} ({part:.3g} of the weights per rank)" if part < 1 else self.model.name
+
+    def weight_bytes(self, dtype: str = "bf16") -> float:
+        return self.model.weight_bytes(dtype) * self.share / self.tp
 
 
 def sequences_that_fit(pool_bytes: float, model: Model, context_len: float, kv_dtype: str = "bf16") -> int:

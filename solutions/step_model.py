@@ -248,13 +248,20 @@ class StepModel:
     overhead_s: float
     tp: int = 1
     precision: Precision = BF16
+    # Per-step time outside kernels that grows with the step (vLLM's scheduling and input
+    # preparation per running request, per scheduled token): 0 in the kernel ceiling, fitted on
+    # published vLLM runs in the "vllm-defaults" regime (solutions.step_defaults).
+    overhead_per_seq_s: float = 0.0
+    overhead_per_token_s: float = 0.0
+    regime: str = "kernel-ceiling"
     _kernels: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if not isinstance(self.tp, int) or self.tp < 1:
             raise ValueError(f"tp must be a positive integer, got {self.tp!r}")
-        if self.overhead_s < 0:
-            raise ValueError(f"overhead_s must be >= 0, got {self.overhead_s}")
+        for name in ("overhead_s", "overhead_per_seq_s", "overhead_per_token_s"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.tp > 1 and self.interconnect is None:
             raise ValueError(f"tp={self.tp} needs an interconnect; none is known for {self.gpu.name}")
         if self.model.mamba_layers:
@@ -277,17 +284,27 @@ class StepModel:
         object.__setattr__(self, "_kernels", kernels)
 
     @classmethod
-    def of(cls, model: Model, gpu: GPU, tp: int = 1, precision: Precision = BF16, **overrides) -> "StepModel":
+    def of(cls, model: Model, gpu: GPU, tp: int = 1, precision: Precision = BF16, regime: str = "kernel-ceiling",
+           **overrides) -> "StepModel":
         """The realistic default: the calibrated kernel fit, the GPU's NVLink as vLLM's all-reduce
         sees it and the per-step overhead of a CUDA-graph engine (`solutions.step_defaults`).
-        Keyword `overrides` replace any of fit / interconnect / overhead_s."""
+
+        `regime` names what is priced: "kernel-ceiling" (the default: a well-tuned engine, the
+        kernels plus one small constant per step) or "vllm-defaults" (vLLM as it runs with every
+        setting at its default: Hopper attention from published H100 kernel measurements and a
+        per-step time outside kernels that grows with the step's requests and tokens, fitted on
+        published vLLM runs; `step_defaults.VLLM_DEFAULTS`, fitted by `calibration.vllm_regime`). Keyword `overrides` replace any of
+        fit / interconnect / overhead_s / overhead_per_seq_s / overhead_per_token_s."""
+        if regime not in step_defaults.REGIMES:
+            raise ValueError(f"regime must be one of {step_defaults.REGIMES}, got {regime!r}")
         args = dict(fit=step_defaults.kernel_fit(gpu), interconnect=step_defaults.interconnect(gpu),
-                    overhead_s=step_defaults.STEP_OVERHEAD_S)
+                    overhead_s=step_defaults.STEP_OVERHEAD_S, overhead_per_seq_s=0.0, overhead_per_token_s=0.0)
+        args.update(step_defaults.regime_args(gpu, regime))
         unknown = set(overrides) - set(args)
         if unknown:
             raise TypeError(f"StepModel.of got unexpected overrides {sorted(unknown)}; allowed: {sorted(args)}")
         args.update(overrides)
-        return cls(model=model, gpu=gpu, tp=tp, precision=precision, **args)
+        return cls(model=model, gpu=gpu, tp=tp, precision=precision, regime=regime, **args)
 
     # ---- the kernel classes, each summed over the layers that run it -----------------------
     def gemm_s(self, tokens):
@@ -324,14 +341,21 @@ class StepModel:
         t = shape.tokens
         return StepTime(gemm_s=float(self.gemm_s(t)), attention_s=float(self.attention_s(shape)),
                         elementwise_s=float(self.elementwise_s(t)), lm_head_s=float(self.lm_head_s(shape.seqs)),
-                        allreduce_s=float(self.allreduce_s(t)), overhead_s=self.overhead_s)
+                        allreduce_s=float(self.allreduce_s(t)), overhead_s=self.step_overhead_s(t, shape.seqs))
+
+    def step_overhead_s(self, tokens, seqs):
+        """Time outside kernels for a step of `tokens` new tokens over `seqs` sequences: the
+        constant, plus the per-request and per-token terms of the "vllm-defaults" regime."""
+        if not (self.overhead_per_seq_s or self.overhead_per_token_s):
+            return self.overhead_s
+        return self.overhead_s + self.overhead_per_seq_s * seqs + self.overhead_per_token_s * tokens
 
     def seconds(self, tokens: float, seqs: float, cached: float, pairs: float) -> float:
         """`time(...).seconds` from the four sums, without the breakdown (the simulator's hot path)."""
         k = self._kernels
         total = (self.gemm_s(tokens) + k["attention"].seconds(tokens, seqs, cached, pairs)
                  + k["elementwise"].seconds(tokens, 0, 0, 0) + k["lm_head"].seconds(0, seqs, 0, 0)
-                 + self.allreduce_s(tokens) + self.overhead_s)
+                 + self.allreduce_s(tokens) + self.step_overhead_s(tokens, seqs))
         return float(total)
 
     def decode(self, batch: float, context_len: float) -> StepTime:

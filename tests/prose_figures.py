@@ -102,12 +102,11 @@ def findings(path: pathlib.Path) -> list[str]:
     for c in cells:
         if c["cell_type"] != "markdown":
             continue
-        text = "".join(c["source"])
-        for pattern in STRIP:
-            text = pattern.sub(" ", text)
-        for para in re.split(r"\n\s*\n|\n(?=\s*[-*] )", text):
-            if SOURCED.search(para):
+        for para in re.split(r"\n\s*\n|\n(?=\s*[-*] )", "".join(c["source"])):
+            if SOURCED.search(para):  # before stripping: an engine citation is a code span
                 continue
+            for pattern in STRIP:
+                para = pattern.sub(" ", para)
             for m in FIGURE.finditer(para):
                 digits = m[1].replace(",", "")
                 value = float(digits + (f".{m[2]}" if m[2] else ""))

@@ -169,3 +169,25 @@ def test_h100_training_and_test_shapes_do_not_overlap():
 
 def test_no_measured_h100_kernel_beats_the_datasheet():
     assert all(p.naive_s < p.measured_s for p in fidelity.h100_points())
+
+
+def test_held_out_error_per_kernel_class_shows_what_layer_sums_hide():
+    from solutions.calibration import kernel_fits as cal
+
+    by_class = cal.held_out_by_kernel_class()
+    assert by_class["elementwise"].median == pytest.approx(0.17, abs=0.01)
+    assert by_class["elementwise"].worst == pytest.approx(0.77, abs=0.02)
+    assert by_class["GEMMs"].median < 0.05
+    # the layer sums the page used to show are much tighter than the elementwise class alone
+    assert cal.held_out_summary()["all held out"].median < by_class["elementwise"].median / 4
+
+
+def test_the_split_by_model_shares_the_70b_attention_gemm_shapes():
+    from solutions.calibration import kernel_fits as cal
+
+    shared = cal.shape_overlap(cal.h100_data.SHAPES, cal.H100_HELD_OUT_MODELS)
+    seen = {(o.gemm, o.fit_model) for o in shared if o.test_model == "meta-llama/Llama-2-70b-hf"}
+    assert ("QKV", "codellama/CodeLlama-34b-Instruct-hf") in seen and ("output", "codellama/CodeLlama-34b-Instruct-hf") in seen
+    share = sum({o.gemm: o.share_of_layer_weights for o in shared if o.test_model == "meta-llama/Llama-2-70b-hf"}.values())
+    assert share == pytest.approx(0.176, abs=0.002)
+    assert not any(o.gemm in ("gate/up", "down") for o in shared)  # the MLP shapes are new

@@ -40,7 +40,8 @@ def test_a_figure_the_code_prints_or_holds_is_not(notebook):
 
 def test_names_counts_citations_and_sourced_paragraphs_are_not_figures(notebook):
     text = ("Llama 3.1 70B on 8 H100s, vLLM 0.33.0, since 2024 (`max_num_seqs=256`).\n\n"
-            "The paper's Table 3 gives 27.4 ms (https://arxiv.org/abs/2401.00001).")
+            "The paper's Table 3 gives 27.4 ms (https://arxiv.org/abs/2401.00001).\n\n"
+            "The budget is 8,192 tokens: `vllm==0.33.0:vllm/config/scheduler.py` `max_num_batched_tokens`.")
     assert pf.findings(notebook(text)) == []
 
 

@@ -4,7 +4,8 @@ import pytest
 from solutions.hardware import H100_SXM
 from solutions.models import LLAMA_3_1_8B
 from solutions.tenancy_fleet.quota import price, token_bucket
-from solutions.step_model import StepModel
+from solutions.capacity import InfeasibleBatch
+from solutions.step_model import StepModel, StepShape
 
 SM = StepModel.of(LLAMA_3_1_8B, H100_SXM)
 
@@ -30,7 +31,7 @@ def test_bucket_rejects_impossible_costs():
 
 
 def test_price_grows_faster_than_linearly_in_the_prompt():
-    short, long = price(SM, 1024, 100), price(SM, 65536, 100)
+    short, long = price(SM, 1024, 100, decode_batch=4), price(SM, 65536, 100, decode_batch=4)
     assert long.prefill_s > 64 * short.prefill_s * 1.2  # attention over the growing cache
     assert long.kv_token_s > 64 * short.kv_token_s
     assert price(SM, 1024, 200).decode_s == pytest.approx(2 * price(SM, 1024, 100).decode_s, rel=0.05)
@@ -39,3 +40,18 @@ def test_price_grows_faster_than_linearly_in_the_prompt():
 def test_price_rejects_bad_sizes():
     with pytest.raises(ValueError):
         price(SM, 0, 10)
+
+
+def test_price_refuses_a_decode_batch_the_pool_cannot_hold():
+    # 64 sequences at a 65K-token context are ~9x Llama 3.1 8B's pool on one H100 (issue 25, q31)
+    with pytest.raises(InfeasibleBatch, match="do not fit"):
+        price(SM, 65536, 100)
+    # the same request among 63 short chats fits, and its step is far shorter
+    mixed = price(SM, 65536, 100, companion_context=1125)
+    assert mixed.resident_s < price(SM, 65536, 100, decode_batch=6).resident_s * 2
+
+
+def test_price_of_a_document_among_chats_is_the_mixed_step():
+    p = price(SM, 8192, 10, decode_batch=13, companion_context=1125)
+    step = SM.time(StepShape.decode(1, 8197) + StepShape.decode(12, 1125)).seconds
+    assert p.decode_s == pytest.approx(10 * step / 13)

@@ -141,3 +141,24 @@ def fit_overheads(run: ServingRun) -> tuple[float, float]:
     overhead_s = (run.median_tpot_ms - at0) / (at1 - at0) * 1e-3
     fitted = replay(run, StepModel.of(model, gpu, run.tp, overhead_s=overhead_s), 0.0)
     return overhead_s, (run.median_ttft_ms - fitted.median_ttft_ms) * 1e-3
+
+
+# ---- the kernel ceiling against TensorRT-LLM's published max-load throughput ----------------------
+def trtllm_replay(isl: int, osl: int, requests: int | None = None, kv_dtype: str = "fp8",
+                  gpu_memory_utilization: float | None = None, regime: str = "kernel-ceiling") -> float:
+    """Simulated / published output throughput for one `trtllm_runs` case (Llama 3.1 8B, FP8
+    W8A8, one H100): every request queued at t = 0 with fixed lengths, the kit's replica at vLLM's
+    scheduler defaults, KV in `kv_dtype` (FP8 assumed: ModelOpt's FP8 checkpoints quantise it) at
+    the page's 0.95 KV share unless given. `requests` defaults to the page's count."""
+    from solutions.calibration import trtllm_runs
+    from solutions.hardware import H100_SXM
+    from solutions.models import LLAMA_3_1_8B
+    from solutions.step_model import Precision
+
+    precision = Precision(f"FP8 W8A8, {kv_dtype} KV", weight="fp8", math="fp8", kv=kv_dtype)
+    util = trtllm_runs.KV_CACHE_FREE_GPU_MEM_FRACTION if gpu_memory_utilization is None else gpu_memory_utilization
+    n = requests or trtllm_runs.NUM_REQUESTS[(isl, osl)]
+    sm = StepModel.of(LLAMA_3_1_8B, H100_SXM, precision=precision, regime=regime)
+    replica = Replica.of(LLAMA_3_1_8B, H100_SXM, precision=precision, step_model=sm, gpu_memory_utilization=util)
+    res = simulate(Workload(np.zeros(n), isl, osl), replica)
+    return float(res.output_tokens.sum()) / res.span_s / trtllm_runs.LLAMA_3_1_8B_FP8_H100[(isl, osl)]

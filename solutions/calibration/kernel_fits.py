@@ -106,9 +106,10 @@ LAYER_KINDS = ("decode layer", "prefill layer", "decode attention")
 
 
 def _measured(kind: str, model: str, tp: int, tokens: int, context_len: int, measured_s: float,
-              cost: StepCost, eff: Efficiency, kernels: int, held_out: bool, source: str) -> Point:
-    return Point(kind, model, tp, tokens, context_len, measured_s, kernel_time(cost, IDEAL, kernels),
-                 kernel_time(cost, eff, kernels), held_out, source)
+              cost: StepCost, eff: Efficiency, kernels: int, held_out: bool, source: str,
+              gpu: GPU = A100_80GB_SXM) -> Point:
+    return Point(kind, model, tp, tokens, context_len, measured_s, kernel_time(cost, IDEAL, kernels, gpu),
+                 kernel_time(cost, eff, kernels, gpu), held_out, source)
 
 
 def points(fit: CalibratedEfficiency = A100_FIT) -> list[Point]:
@@ -234,3 +235,61 @@ def fit_h100() -> KernelFit:
     gemm, elementwise = fit_layer_kernels(
         [r for r in h100_data.LINEAR if r.model not in H100_HELD_OUT_MODELS], H100_SXM)
     return KernelFit(gemm, A100_FIT.attention, elementwise, HOPPER_FIT.source)
+
+
+# ---- held-out error per kernel class, and the shapes the fit and the test share --------------------
+def held_out_by_kernel_class(fit: CalibratedEfficiency = A100_FIT, naive: bool = False) -> dict[str, ErrorSummary]:
+    """Error on held-out A100 points per kernel class (a layer's four GEMMs, its five elementwise
+    kernels, decode attention), not only on layer sums, where GEMM time hides elementwise error."""
+    test = [p for p in points(fit) if p.held_out]
+    return {kind: summarise([p for p in test if p.kind == kind], naive) for kind in KERNEL_KINDS}
+
+
+def h100_kernel_points(fit: KernelFit = HOPPER_FIT, gpu: GPU = H100_SXM) -> list[Point]:
+    """The H100 profiles per kernel class (GEMMs, elementwise) beside `fit`'s prediction; held out
+    when the Hopper fit never saw the model."""
+    out = []
+    for r in h100_data.LINEAR:
+        model, held_out = profiled_model(r.shape), r.model in H100_HELD_OUT_MODELS
+        out.append(_measured("GEMMs", r.model, r.tp, r.num_tokens, 0, r.linear_total_ms * 1e-3,
+                             gemm_layer_cost(model, r.num_tokens, r.tp), fit.gemm, GEMMS_PER_LAYER, held_out, r.source,
+                             gpu))
+        out.append(_measured("elementwise", r.model, r.tp, r.num_tokens, 0, _elementwise_ms(r) * 1e-3,
+                             elementwise_layer_cost(model, r.num_tokens, r.tp), fit.elementwise, ELEMENTWISE_PER_LAYER,
+                             held_out, r.source, gpu))
+    return out
+
+
+@dataclass(frozen=True)
+class SharedShape:
+    """A weight GEMM of a held-out model with exactly the (in, out) shape of one in the fit."""
+
+    test_model: str
+    fit_model: str
+    gemm: str
+    in_features: int
+    out_features: int
+    share_of_layer_weights: float  # of the held-out model's linear weights per layer
+
+
+def layer_gemm_shapes(shape) -> dict[str, tuple[int, int]]:
+    """(in, out) of a profiled layer's four weight GEMMs at TP 1 (fused QKV, output, fused gate/up, down)."""
+    h, q, kv, ff = shape.hidden, shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim, shape.intermediate
+    return {"QKV": (h, q + 2 * kv), "output": (q, h), "gate/up": (h, 2 * ff), "down": (ff, h)}
+
+
+def shape_overlap(shapes: dict, held_out: tuple) -> list[SharedShape]:
+    """Every GEMM of a held-out model whose shape some fitted model also has: the split by model is
+    not a split by shape, and a held-out error on such a GEMM is partly an in-sample error."""
+    out = []
+    for test in held_out:
+        mine = layer_gemm_shapes(shapes[test])
+        total = sum(i * o for i, o in mine.values())
+        for fit_model, shape in shapes.items():
+            if fit_model in held_out:
+                continue
+            theirs = layer_gemm_shapes(shape)
+            for name, dims in mine.items():
+                if theirs[name] == dims:
+                    out.append(SharedShape(test, fit_model, name, *dims, dims[0] * dims[1] / total))
+    return out

@@ -6,7 +6,7 @@ prompt, and its share of every decode step it sits in) and KV memory for as long
 `price` turns one request into those numbers with the kit's step model; `token_bucket` admits a
 tenant's requests no faster than a budget of any such cost.
 
-    price(step_model, prompt, output, decode_batch=64, pool_tokens=...)   -> Price
+    price(step_model, prompt, output, decode_batch=64, companion_context=...)   -> Price
     token_bucket(arrival_s, cost, rate, burst)                            -> admit times
 """
 
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solutions.step_model import StepModel
+from solutions.capacity import KVCapacity, step_model_capacity
+from solutions.step_model import StepModel, StepShape
 
 
 @dataclass(frozen=True)
@@ -35,17 +36,31 @@ class Price:
         return self.kv_token_s / pool_tokens
 
 
-def price(step_model: StepModel, prompt: int, output: int, *, decode_batch: int = 64, chunk: int = 8192) -> Price:
+def price(step_model: StepModel, prompt: int, output: int, *, decode_batch: int = 64, chunk: int = 8192,
+          companion_context: float | None = None, capacity: KVCapacity | None = None) -> Price:
     """What one request of `prompt` + `output` tokens costs a replica, from the step model: a prefill
     in chunks of `chunk` tokens (each over the cache its earlier chunks built), then `output` decode
-    steps at `decode_batch` sequences, of which it pays 1/decode_batch."""
+    steps of `decode_batch` sequences, of which it pays 1/decode_batch: itself at its mean context
+    (prompt + output / 2) and decode_batch - 1 companions of `companion_context` cached tokens each
+    (default: its own, a batch of requests like it). The decode step's KV must fit the replica's
+    pool (`capacity`, default the step model's own at vLLM's defaults, `solutions.capacity`): a batch
+    that does not fit raises `InfeasibleBatch` naming the pool and the batch."""
     for name, v in (("prompt", prompt), ("output", output), ("decode_batch", decode_batch), ("chunk", chunk)):
         if not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    context = prompt + output / 2
+    companions = context if companion_context is None else companion_context
+    if companions < 0:
+        raise ValueError(f"companion_context must be >= 0, got {companion_context}")
+    shape = StepShape.decode(1, context)
+    if decode_batch > 1:
+        shape = shape + StepShape.decode(decode_batch - 1, companions)
+    (capacity or step_model_capacity(step_model)).check_tokens(
+        shape.cached + shape.tokens, f"decode step of one {prompt:,}+{output:,}-token request and {decode_batch - 1} "
+        f"companions of {companions:,.0f} tokens")
     starts = range(0, prompt, chunk)
     prefill = sum(step_model.prefill(min(chunk, prompt - s), cached_tokens=s).seconds for s in starts)
-    context = prompt + output / 2
-    step = step_model.decode(decode_batch, context).seconds
+    step = step_model.time(shape).seconds
     decode_share = output * step / decode_batch
     resident = prefill + output * step
     kv = prompt / 2 * prefill + context * output * step

@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+from pathlib import Path
+
 import pytest
 
 from graders import registry, runner
@@ -52,6 +54,23 @@ def test_the_full_table_mutants_differ_from_a_passing_solution_by_their_bug():
     assert fixed != source
     verdict = runner.grade(EX, fixed, "fixed.py", examples=20)
     assert verdict.passed, [(p.name, p.reason) for p in verdict.properties]
+
+
+@pytest.mark.parametrize("design", ["ignores the window", "null block (vLLM v0's BlockTable)"])
+def test_a_design_with_another_window_fails_only_the_window_property(design):
+    """A correct full-attention solution with no window, or with v0's null-block window
+    layout (tests/graders/beam_fork_null_block_style.py), fails window-ring and nothing else:
+    once it has failed, the other properties are graded on full-attention searches."""
+    if design == "ignores the window":
+        source = REFERENCE.read_text().replace(
+            "        self.window = window_blocks            # None: full attention\n",
+            "        self.window = None\n")
+        assert source != REFERENCE.read_text()
+    else:
+        source = (Path(__file__).parent / "beam_fork_null_block_style.py").read_text()
+    verdict = runner.grade(EX, source, "design.py", shrink=False)
+    assert verdict.failed == ["window-ring"], [(p.name, p.reason) for p in verdict.properties]
+    assert all(p.passed for p in verdict.properties if p.name != "window-ring")
 
 
 def test_starter_fails_cleanly():

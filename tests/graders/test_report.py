@@ -130,3 +130,72 @@ def test_the_report_does_not_depend_on_what_else_the_process_imported(tmp_path):
     assert alone.returncode == 1, alone.stdout + alone.stderr
     assert after_other_code.stdout == alone.stdout
     assert report.text(runner.grade(ex, mutant.source(), "m.py")) == alone.stdout
+
+
+def test_a_one_bug_report_leads_with_its_failure():
+    """The headline counts (no score), the failed property comes first with a one-line reason
+    that fits a phone, the properties it blocks are one plain line, and the whole reason is
+    printed with the repro."""
+    mutant = mutants.find(EX, "cow_copy_reversed")
+    verdict = runner.grade(EX, mutant.source(), "m.py", examples=20)
+    lines = report.text(verdict).splitlines()
+    assert lines[0].startswith("block-allocator: FAIL  1 failed, 3 not checked  (seed 0")
+    assert "score" not in lines[0] and "0.00" not in report.text(verdict)
+    assert lines[1] == "  FAIL  copy-on-write" and len(lines[2].strip()) <= report.BRIEF
+    assert lines[3] == "  3 properties are checked once `copy-on-write` passes"
+    assert "--- copy-on-write: minimal failing sequence ---" in lines
+    data = valid(verdict)
+    assert data["headline"] == "1 failed, 3 not checked"
+    assert data["message"].startswith("1 failed, 3 not checked: copy-on-write: ")
+    waiting = [t for t in data["tests"] if t["status"] == "error"]
+    assert len(waiting) == 3 and {t["message"] for t in waiting} == {
+        "checked once `copy-on-write` passes"}
+
+
+def test_a_brief_reason_is_one_short_line():
+    long = "copy_on_write(0) returned [1, [1, 0]]: the copy must be (source, destination) = (0, 1)"
+    short = report.brief(long)
+    assert len(short) <= report.BRIEF and short.endswith("...") and long.startswith(short[:-3])
+    assert report.brief("a\nshort   one") == "a short one"
+
+
+def test_a_nondeterministic_class_gets_the_determinism_verdict_not_failures():
+    """A correct pool that hands out a random free block (unseeded) answers a replay
+    differently: no property is scored, and the message says what to seed."""
+    chance = REFERENCE.replace("from collections import deque\n",
+                               "import random\nfrom collections import deque\n").replace(
+        "        block = self.free_blocks.popleft()\n",
+        "        block = random.choice(self.free_blocks)\n        self.free_blocks.remove(block)\n")
+    assert chance != REFERENCE
+    verdict = runner.grade(EX, chance, "chance.py")
+    assert verdict.nondeterministic and verdict.failed == [] and verdict.exit_status == 2
+    text = report.text(verdict)
+    assert "not deterministic" in text and "random.Random(0)" in text
+    data = valid(verdict)
+    assert data["status"] == "error" and "not deterministic" in data["message"]
+    assert "must be deterministic" in EX.task
+
+
+def test_the_repro_is_the_shortest_failure_the_run_saw():
+    """With shrinking off, the run's first failing example is long; the repro shown is the
+    shortest failing sequence met on the way (here: the unshrunk run's only one, or shorter)."""
+    mutant = mutants.find(EX, "cow_copy_reversed")
+    shrunk = runner.grade(EX.only("copy-on-write"), mutant.source(), "m.py", examples=20)
+    result = shrunk.result("copy-on-write")
+    assert result.failed and result.script.count("\n") < 12, result.script
+
+
+def test_a_shrink_stopped_early_still_shows_the_shortest_failure_seen():
+    """The shrinker's last replay is the repro unless the run met a shorter failing sequence
+    of the same property (a shrink cut by its cap or a limit): then that one, with its reason."""
+    from graders.exercise import RunStats, Step, Transcript
+    long = Transcript([Step(None, (2,))] + [Step("allocate", ()) for _ in range(9)])
+    short = [Step(None, (2,)), Step("allocate", ())]
+    stats = RunStats(shortest={"refcounts": (2, short, "the short one")})
+    result = runner.PropertyResult("refcounts", "", False, "the long one", outcome=runner.FAIL)
+    runner._shortest_repro(result, long, stats)
+    assert long.steps == short and result.reason == "the short one"
+    result.reason = "unchanged"
+    runner._shortest_repro(result, Transcript(list(short)), RunStats(
+        shortest={"refcounts": (5, [], "longer")}))
+    assert result.reason == "unchanged"

@@ -17,13 +17,16 @@ from pathlib import Path
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
-from graders.exercise import Exercise, GradedMachine, Method, Property, Step
-from graders.exercises.beam_fork.model import BeamModel, blocks_for, slot_of
+from graders.exercise import Exercise, GradedMachine, Method, Property
+from graders.exercises.beam_fork.model import (COPY, FULL, FULL_OPEN, IN_PLACE, BeamModel,
+                                               blocks_for, slot_of)
 
 CONTENT = "content-equal"
 NO_LEAK = "no-leak"
 NO_EARLY_FREE = "no-free-while-referenced"
 MIN_COPIES = "copies-minimal"
+OUT_OF_BLOCKS = "out-of-blocks"
+WINDOW = "window-ring"
 
 MAX_WIDTH, MAX_PROMPT, MAX_BLOCK_SIZE, MAX_WINDOW = 4, 6, 4, 3
 STEPS = 10   # hypothesis steps per run: the start, then up to 9 beam steps
@@ -44,7 +47,7 @@ of `num_blocks` physical blocks of `block_size` tokens each.
         just left the window; the other slots of that block are still in the window.
   start(seq_id, num_tokens)
         a new sequence holding a prompt of num_tokens >= 1 tokens: give it the blocks its
-        prompt fills. MemoryError if the pool is short.
+        prompt fills. MemoryError if the pool is short, and then nothing changes.
   fork(parent_id, child_id)
         child_id becomes a new sequence that reads exactly what the parent reads: it
         shares the parent's blocks, each gaining one reference.
@@ -53,7 +56,9 @@ of `num_blocks` physical blocks of `block_size` tokens each.
         where it goes: a block only this sequence holds, or a fresh block it opens.
         Return (source, destination) if the block it would write into is shared: the
         sequence moves to the fresh block `destination`, which the engine fills from
-        `source` before the token is written. MemoryError if no block is free.
+        `source` before the token is written. MemoryError if it needs a block (a fresh
+        one, or the copy's destination) and none is free; then nothing changes: its table,
+        every reference and free_count() stay as they were.
   free(seq_id)
         the sequence is gone: drop its references.
   block_table(seq_id) -> list[int]
@@ -64,16 +69,19 @@ of `num_blocks` physical blocks of `block_size` tokens each.
 
 The grader plays the engine and runs random beam searches: width 1-4, a prompt of 1-6
 tokens, blocks of 1-4 tokens, survivors drawn at random, and in one search in four a window
-of 1-3 blocks (the others use full attention). Each step it calls, in this order: free()
-for the hypotheses nobody extended, fork() for the extra survivors, free() for a parent
-whose own continuation lost (after its children are forked), then append() for every
-survivor in creation order. It applies every copy you return before it writes any token (as
+of 1-3 blocks (the others use full attention). Half the pools are roomy (a solution that
+never leaks never runs out), the others tight: exactly the prompt's blocks and up to `width`
+more, or one block short of the prompt. Each step it calls, in this order: free() for the
+hypotheses nobody extended (and for any whose append last step raised MemoryError: the
+engine gives up on them, as a preemption would), fork() for the extra survivors, free() for
+a parent whose own continuation lost (after its children are forked), then append() for
+every survivor in creation order. It applies every copy you return before it writes any token (as
 the GPU does: the copies run before the step's forward pass), writes each token through
 your tables into its own model of the KV cache, and reads every live hypothesis back
 through block_table(). Sequence ids are the grader's ints; it calls fork, append, free and
-block_table only on live sequences, and sizes the pool so that a solution that never leaks
-never runs out. Return plain ints, None, and lists or tuples; they are compared by type and
-value.
+block_table only on live sequences. It knows exactly when an append must raise: when the
+cheapest layout (the copy bound below) holds every block and the append needs one. Return
+plain ints, None, and lists or tuples; they are compared by type and value.
 
 The copy bound: all frees of a step land before its first append. Then a block that k live
 hypotheses write into this step costs k - 1 copies and no more: each writer that finds the
@@ -88,14 +96,15 @@ sequence, the smallest footprint, and the design the copy bound is stated for (o
 block in a full window writes into a block a sibling may share). It is not the only correct
 design: vLLM v0's later block manager keeps one table entry per logical block, replaces the
 blocks that fell out of the window by a shared null block and frees them, and opens a fresh
-block for every new logical block, holding a few blocks more than W
-(vllm-project/vllm@47c0ebf2e764dd8e2daf7eaf533aa3c8843f0812:vllm/core/block/block_table.py,
-BlockTable.append_token_ids). That design reads the same tokens but fails the ring's table
-checks, so only one search in four draws a window: a correct full-attention solution passes
-the other three whatever window design it chose, and the verdict on the ring is one property
-of one search in four, not the bulk of the grade.
+block for every new logical block, holding a few blocks more than W (history: BlockTable in
+`vllm==0.6.3:vllm/core/block/block_table.py` `null_block`). That design reads the same tokens but
+fails the ring's table checks. So every check made in a windowed search belongs to one
+property, window-ring, and once it has failed the other properties are graded on
+full-attention searches alone: a design with another window layout, or none, fails
+window-ring and nothing else.
 
-Real engines. vLLM v0's block manager (vllm/core/block_manager_v1.py) is this interface:
+Real engines. vLLM v0's first block manager (history:
+`vllm==0.6.3:vllm/core/block_manager_v1.py` `class BlockSpaceManagerV1`) is this interface:
 start = allocate(seq_group), fork = fork(parent_seq, child_seq), append =
 seq.append_token_id(...) then append_slots(seq), whose list holds at most one
 (source, destination) pair, free = free(seq), block_table = get_block_table(seq) (its last
@@ -105,8 +114,8 @@ append_slots copies only a block whose ref_count is above 1, so without a slidin
 meets all four properties. With a sliding window it does not: it wraps onto
 block_table[len(block_table) % W] (the mutant wrap_index_modulo_table) and forks every
 block the whole table lists; once a wrapped block has been copied, the early entries of
-the table are stale, and the grader finds a write into a block the sequence gave up
-(content-equal) and a leak (no-leak). vLLM v1 and nano-vllm skip the exercise: neither
+the table are stale, and the grader finds a write into a block the sequence gave up and a
+leak (both window-ring). vLLM v1 and nano-vllm skip the exercise: neither
 forks a block table or copies a block. vLLM v1's LLM.beam_search resubmits each beam's
 token list as a new prompt and shares only full blocks, through the prefix cache (a
 partial last block is recomputed, not copied); nano-vllm has no beam search.
@@ -137,6 +146,11 @@ PROPERTIES = (
              "handed to another sequence, and freeing a live sequence succeeds"),
     Property(MIN_COPIES, "each step makes no more copies than the bound: a block k live "
              "hypotheses write into costs k - 1 (the last sharer writes in place)"),
+    Property(OUT_OF_BLOCKS, "start and append raise MemoryError exactly when they need a block "
+             "(the prompt's, a fresh one, a copy's destination) and none is free, and then "
+             "change nothing"),
+    Property(WINDOW, "with a sliding window of W blocks, all of the above hold for the ring "
+             "layout (every check of a windowed search is this property's)"),
 )
 
 
@@ -148,42 +162,73 @@ class BeamMachine(GradedMachine):
     def __init__(self):
         super().__init__()
         self.model: BeamModel | None = None
+        self.window = None
         self.tables: dict[int, list[int]] = {}  # hypothesis -> candidate's table, last read
         self.memory: dict[int, list] = {}       # block -> slots: the grader's KV cache
+        self.stalled: list[int] = []            # found no block last step: freed next step
         self.seq_ids = count()
         self.token_ids = count(100)             # every token unique: a misread cannot hide
         self.step = self.length = 0
 
+    def check(self, prop: str, ok: bool, reason: str) -> None:
+        """In a search with a sliding window every check belongs to `window-ring`: a design
+        that keeps another window layout (or none) fails that property alone."""
+        if not ok and self.window is not None:
+            prop, reason = WINDOW, f"window of {self.window}: {reason}"
+        super().check(prop, ok, reason)
+
     def act(self, calls: list[tuple[str, tuple, bool]]):
         """One round trip: (method, args, read-only?) in order; all run, even after a raise."""
-        steps = [Step(m, tuple(a), query=q) for m, a, q in calls]
-        self.transcript.steps.extend(steps)
-        replies = self.sandbox.call_many([(m, list(a)) for m, a, _ in calls])
-        for step, reply in zip(steps, replies):
-            step.reply = reply
-        return replies
+        return self.send(calls)
 
     # -- the beam search -------------------------------------------------------------
     @initialize(width=st.integers(1, MAX_WIDTH), block_size=st.integers(1, MAX_BLOCK_SIZE),
                 prompt=st.integers(1, MAX_PROMPT),
                 window=st.integers(1, MAX_WINDOW), length=st.integers(1, STEPS - 1),
-                data=st.data())
-    def begin(self, width, block_size, prompt, window, length, data):
-        """One search in `window_odds` uses a sliding window (the spec says which design it
-        grades, and why not more often)."""
+                pool=st.integers(0, 7), spare=st.integers(0, MAX_WIDTH), data=st.data())
+    def begin(self, width, block_size, prompt, window, length, pool, spare, data):
+        """One search in `window_odds` uses a sliding window (none once `window-ring` has
+        failed: the other properties are then graded on full attention alone). Half the
+        pools are roomy (a solution that never leaks never runs out), three in eight are
+        tight (the prompt's blocks and up to `width` more: appends and copies find the pool
+        empty), one in eight is a block short of the prompt."""
         odds = self.window_odds
-        if data.draw(st.integers(0, odds - 1), label="windowed?") != odds - 1:
+        if (WINDOW in self.failed or WINDOW in self.excused
+                or data.draw(st.integers(0, odds - 1), label="windowed?") != odds - 1):
             window = None
         self.width, self.block_size, self.window = width, block_size, window
         self.length = length                    # beam steps before the search ends
-        self.num_blocks = width * blocks_for(prompt + STEPS, block_size, window) + 1
+        need = blocks_for(prompt, block_size, window)
+        self.num_blocks = (width * blocks_for(prompt + STEPS, block_size, window) + 1
+                           if pool < 4 else need + min(spare, width) if pool < 7
+                           else max(1, need - 1))
+        self.reach("search: " + ("windowed" if window else "full attention"),
+                   "pool: " + ("roomy" if pool < 4 else "tight" if pool < 7 else "short"))
         self.construct(self.num_blocks, block_size, window)
         self.model = BeamModel(block_size, window)
         seq = next(self.seq_ids)
-        self.model.start(seq, [next(self.token_ids) for _ in range(prompt)])
+        tokens = [next(self.token_ids) for _ in range(prompt)]
+        if need > self.num_blocks:
+            self.reach("start: pool short")
+            start, free = self.act([("start", (seq, prompt), False), ("free_count", (), True)])
+            self.check(OUT_OF_BLOCKS, start.raised_builtin("MemoryError"),
+                       f"start({seq}, {prompt}) {start.show() if start.raised else 'returned ' + start.show()}"
+                       f", but the prompt needs {need} block(s) and the pool has "
+                       f"{self.num_blocks}: expected MemoryError")
+            self.check(OUT_OF_BLOCKS, free.raised is None and free.value == self.num_blocks,
+                       f"after the refused start({seq}, {prompt}), free_count() is "
+                       f"{free.show()}: a refused start changes nothing ({self.num_blocks} free)")
+            self.length = 0                     # nothing to search
+            return
+        self.reach("start: exact fit" if need == self.num_blocks else "start: fits")
+        self.model.start(seq, tokens)
         replies = self.act([("start", (seq, prompt), False), ("block_table", (seq,), True),
                             ("free_count", (), True)])
-        self.succeeded(CONTENT, replies[0], f"start({seq}, {prompt})")
+        start = replies[0]
+        self.check(OUT_OF_BLOCKS, not start.raised_builtin("MemoryError"),
+                   f"start({seq}, {prompt}) {start.show()}, but the prompt needs {need} "
+                   f"block(s) and all {self.num_blocks} are free")
+        self.succeeded(CONTENT, start, f"start({seq}, {prompt})")
         tables = self.read_tables([seq], replies[1:-1])
         self.check_pool({seq: []}, tables, replies[-1])
         for p, token in self.model.expected(seq).items():
@@ -194,15 +239,21 @@ class BeamMachine(GradedMachine):
     @rule(data=st.data())
     def beam_step(self, data):
         self.step += 1
-        live = list(self.model.tokens)
+        live = [h for h in self.model.tokens if h not in self.stalled]
+        if not live:                            # every survivor found the pool empty
+            self.end_search()
+            self.step = self.length
+            return
         survivors = data.draw(st.integers(1, self.width), label="survivors")
         children = Counter(data.draw(st.sampled_from(live), label="parent")
                            for _ in range(survivors))
         continues = {p: data.draw(st.booleans(), label=f"{p} continues") for p in children}
-        dead = [h for h in live if h not in children]
+        dead = self.stalled + [h for h in live if h not in children]
         replaced = [p for p in children if not continues[p]]
         forks = [(p, next(self.seq_ids)) for p in children
                  for _ in range(children[p] - continues[p])]
+        if replaced and forks:
+            self.reach("step: a parent freed after its children forked")
         before = {c: self.tables[p] for p, c in forks}
         before.update((p, self.tables[p]) for p in children if continues[p])
         before = dict(sorted(before.items()))   # creation order, like v0's running seqs
@@ -214,7 +265,8 @@ class BeamMachine(GradedMachine):
                  + [("block_table", (h,), True) for h in writers] + [("free_count", (), True)])
         replies = self.act(calls)
         actions, reads = replies[:-len(writers) - 1], replies[-len(writers) - 1:]
-        for (method, args, _), reply in zip(calls, actions):
+        frees_and_forks = len(actions) - len(writers)
+        for (method, args, _), reply in zip(calls, actions[:frees_and_forks]):
             self.judge_action(method, args, reply)
 
         for p, c in forks:
@@ -224,19 +276,32 @@ class BeamMachine(GradedMachine):
             del self.tables[h]
         lengths = {h: len(self.model.tokens[h]) for h in writers}
         tokens = {h: next(self.token_ids) for h in writers}
-        bound = self.model.append_all(tokens)
+        ring = {h: self.window is not None and lengths[h] % self.block_size == 0
+                and len(before[h]) == self.window for h in writers}
+        outcomes = self.model.append_each(tokens, self.num_blocks)
+        for h, reply in zip(writers, actions[frees_and_forks:]):
+            self.reach(f"append: {outcomes[h]}" + (" (ring)" if ring[h] else ""))
+            self.judge_append(h, reply, outcomes[h])
+        self.stalled = [h for h in writers if outcomes[h] in FULL]
 
         tables = self.read_tables(writers, reads[:-1])
         copies = []
-        for h, reply in zip(writers, actions[-len(writers):]):
+        for h, reply in zip(writers, actions[frees_and_forks:]):
+            if outcomes[h] in FULL:
+                self.check(OUT_OF_BLOCKS, tables[h] == before[h],
+                           f"append({h}) raised MemoryError but changed block_table({h}) from "
+                           f"{before[h]} to {tables[h]}: a refused append changes nothing")
+                continue
             self.check_append(h, before[h], tables[h], lengths[h], reply.value)
             copies += [tuple(reply.value)] if reply.value is not None else []
         self.check_pool(before, tables, reads[-1])
         for src, dst in copies:                 # every copy lands before any token
             self.memory[dst] = list(self.memory.get(src, [None] * self.block_size))
         for h in writers:
-            self.write(h, lengths[h], tokens[h])
+            if outcomes[h] not in FULL:
+                self.write(h, lengths[h], tokens[h])
         self.reads_back(writers)
+        bound = sum(o == COPY for o in outcomes.values())
         freed = dead + replaced
         made = f"{len(copies)} cop{'y' if len(copies) == 1 else 'ies'}"
         self.check(MIN_COPIES, len(copies) <= bound,
@@ -259,6 +324,7 @@ class BeamMachine(GradedMachine):
         replies = self.act([("free", (h,), False) for h in live] + [("free_count", (), True)])
         for h, reply in zip(live, replies):
             self.judge_action("free", (h,), reply)
+        self.stalled = []
         free = self.count_of(replies[-1])
         self.check(NO_LEAK, free >= self.num_blocks,
                    f"the search ended and every hypothesis was freed, but free_count() is "
@@ -278,19 +344,35 @@ class BeamMachine(GradedMachine):
             self.check(NO_EARLY_FREE, reply.raised is None,
                        f"{what} {reply.show()}: freeing a live sequence must succeed (a "
                        "'double free' means a block lost its references twice)")
-        elif method == "fork":
-            self.succeeded(CONTENT, reply, what)
-        elif reply.raised_builtin("MemoryError"):
-            self.check(NO_LEAK, False,
-                       f"{what} {reply.show()}, but the pool has {self.num_blocks} blocks and "
-                       "the live hypotheses never need more than all but one of them: "
-                       "blocks leaked")
         else:
             self.succeeded(CONTENT, reply, what)
-            value = reply.value
-            self.check(CONTENT, value is None or (
-                type(value) is list and len(value) == 2 and all(type(v) is int for v in value)),
-                f"{what} returned {value!r}, expected None or (source, destination)")
+
+    def judge_append(self, h: int, reply, outcome: str) -> None:
+        """The append's outcome against the cheapest layout's: MemoryError exactly when it
+        needs a block (to open one, or to copy a shared one) and none is free."""
+        what = f"append({h})"
+        shown = reply.show() if reply.raised else "returned " + reply.show()
+        if outcome in FULL:
+            need = "to open a new block" if outcome == FULL_OPEN else \
+                "for a copy of the block it shares"
+            self.check(OUT_OF_BLOCKS, reply.raised_builtin("MemoryError"),
+                       f"{what} {shown}, but it needs a block {need} and the live hypotheses "
+                       f"hold all {self.num_blocks}: expected MemoryError")
+            return
+        if reply.raised_builtin("MemoryError"):
+            if outcome == IN_PLACE:
+                self.check(MIN_COPIES, False,
+                           f"{what} raised MemoryError, but hypothesis {h} is the only reader "
+                           "of the block it writes into: it writes in place, needing no block")
+            self.check(NO_LEAK, False,
+                       f"{what} raised MemoryError, but the live hypotheses read fewer than "
+                       f"the pool's {self.num_blocks} blocks, so one is free for it: blocks "
+                       "leaked")
+        self.succeeded(CONTENT, reply, what)
+        value = reply.value
+        self.check(CONTENT, value is None or (
+            type(value) is list and len(value) == 2 and all(type(v) is int for v in value)),
+            f"{what} returned {value!r}, expected None or (source, destination)")
 
     def count_of(self, reply) -> int:
         prop = NO_EARLY_FREE if self.focus == NO_EARLY_FREE else NO_LEAK
@@ -400,4 +482,9 @@ EXERCISE = Exercise(
     reference=Path(__file__).resolve().parents[3] / "solutions" / "exercises" / "beam_fork.py",
     default_examples=100,
     steps=STEPS,
+    paths=("search: windowed", "pool: roomy", "pool: tight", "pool: short", "start: exact fit",
+           "start: pool short", "step: a parent freed after its children forked",
+           "append: opens a block", "append: copies", "append: writes in place",
+           "append: copies (ring)", "append: writes in place (ring)",
+           "append: pool empty (to open a block)", "append: pool empty (to copy a shared block)"),
 )

@@ -4,12 +4,17 @@
 cache), so what a hypothesis must read is never in doubt. Beside it, `shadow` keeps which
 hypotheses share which block in the cheapest copy-on-write layout (abstract ids, not the
 candidate's), which is all the copy bound needs: a block that k live hypotheses write into
-in one step costs k - 1 copies, because the last of them is its sole owner by then.
+in one step costs k - 1 copies, because the last of them is its sole owner by then. Over a
+pool of a given size it also says which append finds no free block (append_each).
 """
 
 from __future__ import annotations
 
 from itertools import count
+
+FRESH, COPY, IN_PLACE = "opens a block", "copies", "writes in place"
+FULL_OPEN, FULL_COPY = "pool empty (to open a block)", "pool empty (to copy a shared block)"
+FULL = (FULL_OPEN, FULL_COPY)
 
 
 def blocks_for(length: int, block_size: int, window: int | None) -> int:
@@ -58,27 +63,41 @@ class BeamModel:
     def free(self, seq: int) -> None:
         del self.tokens[seq], self.shadow[seq]
 
-    def append_all(self, tokens: dict[int, int]) -> int:
-        """Every hypothesis in `tokens` (in that order) appends one token. Returns the
-        fewest copies this costs with copy-on-write: per written block, its live holders
-        minus one (the last writer owns it alone and writes in place)."""
-        targets = {seq: self._target(seq) for seq in tokens}
-        writers: dict[int, list[int]] = {}         # written block -> hypotheses writing it
-        for seq, target in targets.items():
-            if target is not None:
-                writers.setdefault(target, []).append(seq)
-        copies = 0
-        for block, seqs in writers.items():
-            holders = sum(block in table for table in self.shadow.values())
-            keeper = seqs[-1] if holders == len(seqs) else None
-            copies += len(seqs) - (keeper is not None)
-            for seq in seqs:
-                self._place(seq, block if seq == keeper else next(self._ids))
+    def held(self) -> int:
+        """Blocks the cheapest layout holds: the distinct blocks live hypotheses read."""
+        return len(set().union(*map(set, self.shadow.values())))
+
+    def append_all(self, tokens: dict[int, int], num_blocks: int | None = None) -> int:
+        """Every hypothesis in `tokens` (in that order) appends one token; returns the copies
+        this costs (see append_each)."""
+        return sum(o == COPY for o in self.append_each(tokens, num_blocks).values())
+
+    def append_each(self, tokens: dict[int, int], num_blocks: int | None = None) -> dict:
+        """Every hypothesis in `tokens` appends one token, in that order, in the cheapest
+        copy-on-write layout over a pool of `num_blocks` (None: unlimited). Returns each
+        one's outcome: FRESH (it opens a new block), COPY (it writes into a block another
+        live hypothesis still reads, so it moves to a copy), IN_PLACE (it is the block's
+        only reader), or one of FULL (it needs a block and none is free: MemoryError,
+        nothing changes, the token is not appended). So a block k live hypotheses write into costs
+        k - 1 copies: each writer that finds it shared moves away, and the last one finds
+        itself the sole owner."""
+        outcomes = {}
         for seq, token in tokens.items():
-            if targets[seq] is None:
+            target = self._target(seq)
+            shared = target is not None and sum(
+                target in table for table in self.shadow.values()) > 1
+            needs = target is None or shared
+            if needs and num_blocks is not None and self.held() >= num_blocks:
+                outcomes[seq] = FULL_COPY if shared else FULL_OPEN
+                continue
+            if target is None:
                 self.shadow[seq].append(next(self._ids))   # a fresh block, nothing to copy
+                outcomes[seq] = FRESH
+            else:
+                self._place(seq, next(self._ids) if shared else target)
+                outcomes[seq] = COPY if shared else IN_PLACE
             self.tokens[seq].append(token)
-        return copies
+        return outcomes
 
     def _opens(self, seq: int) -> bool:
         return len(self.tokens[seq]) % self.block_size == 0

@@ -31,8 +31,12 @@ the pool: one class, BlockAllocator, about forty lines of plain Python.
   allocate()            hand out a free block with refcount 1. No free block: raise MemoryError.
   fork(block_table)     a new sequence shares every block of `block_table` (a list of block
                         ids): each *distinct* block gains one reference, even if the table
-                        lists it twice (a sliding-window table reuses blocks). If any listed
+                        lists it twice (a sliding-window table reuses blocks). An empty table
+                        is valid (a sequence with no block yet): nothing changes. If any listed
                         block is free or out of range, raise ValueError and change nothing.
+                        Leave `block_table` itself as it was: it is the caller's table, which
+                        the parent sequence goes on using (the grader reads it back after the
+                        call).
   free(block)           drop one reference; at zero the block is free again. Freeing a block
                         that is already free, or was never allocated, or is out of range,
                         raises ValueError and changes nothing.
@@ -51,8 +55,8 @@ value: return an int, not a bool or numpy integer.
 METHODS = (
     Method("__init__", ("num_blocks",), "all blocks 0..num_blocks-1 start free"),
     Method("allocate", (), "a free block, now with refcount 1; MemoryError if none", "int"),
-    Method("fork", ("block_table",), "+1 reference per distinct block; ValueError if any "
-           "is not allocated (no change)"),
+    Method("fork", ("block_table",), "+1 reference per distinct block (an empty table: no "
+           "change); ValueError if any is not allocated (no change); block_table left as it was"),
     Method("free", ("block",), "-1 reference; free again at 0; ValueError if not allocated"),
     Method("copy_on_write", ("block",), "(block to write into, None or (src, dst) to copy); "
            "MemoryError if a copy is needed and none is free (no change)",
@@ -68,7 +72,7 @@ PROPERTIES = (
              "an empty pool raises MemoryError"),
     Property(REFCOUNTS, "refcount(b) equals the references given out, never negative; a double "
              "free, a free of a never-allocated block and a fork of a free block raise "
-             "ValueError and change nothing"),
+             "ValueError and change nothing; fork leaves the caller's table as it was"),
     Property(COW, "sole owner writes in place; a shared block sends the writer to a fresh "
              "block, the source loses exactly one reference, the copy is (source, destination); "
              "no free block means MemoryError and no change"),
@@ -96,6 +100,7 @@ class PoolMachine(GradedMachine):
         if forked:
             self.allocate()
             self.share(list(self.refs))
+        self.reach(f"pool of {num_blocks}")
 
     def pick(self, data) -> int:
         """Mostly a live block (the interesting case), chosen by its place in hand-out order
@@ -115,6 +120,7 @@ class PoolMachine(GradedMachine):
     def allocate(self):
         reply = self.call("allocate")
         if not self.free:
+            self.reach("allocate: pool empty")
             self.expect_raises(EXCLUSIVE, reply, "MemoryError",
                                "allocate() on a pool with no free block")
             return
@@ -125,20 +131,30 @@ class PoolMachine(GradedMachine):
 
     @rule(data=st.data())
     def fork(self, data):
-        size = data.draw(st.integers(1, 3), label="len")
+        size = data.draw(st.integers(0, 3), label="len")   # 0: a sequence with no block yet
         self.share([self.pick(data) for _ in range(size)])
 
     def share(self, table):
-        reply = self.call("fork", table)
+        reply = self.call("fork", list(table))
         what = f"fork({table!r})"
         if all(b in self.refs for b in table):
+            self.reach("fork: empty table" if not table else
+                       "fork: a block listed twice" if len(set(table)) < len(table) else
+                       "fork: shares")
             self.expect_none(REFCOUNTS, reply, what)
             for b in set(table):
                 self.refs[b] += 1
         else:
+            self.reach("fork: refused")
             bad = next(b for b in table if b not in self.refs)
             self.expect_raises(REFCOUNTS, reply, "ValueError",
                                f"{what} (block {bad} is not allocated)")
+        if reply.raised is None or reply.after is not None:
+            self.check(REFCOUNTS, reply.after == [table],
+                       f"{what} changed the caller's table to {reply.after[0]!r}: fork must "
+                       "leave it as it was (the parent goes on using it)"
+                       if type(reply.after) is list and reply.after else
+                       f"{what} left its argument as {reply.after!r}, not plain data")
 
     @rule(data=st.data())
     def free_block(self, data):
@@ -152,6 +168,7 @@ class PoolMachine(GradedMachine):
         else:
             why = ("out of range" if not 0 <= block < self.total else
                    "a double free" if block in self.ever else "never allocated")
+            self.reach(f"free: {why}")
             self.expect_raises(REFCOUNTS, reply, "ValueError", f"free({block}) ({why})")
 
     @rule(data=st.data())
@@ -161,8 +178,11 @@ class PoolMachine(GradedMachine):
         what = f"copy_on_write({block})"
         owners = self.refs.get(block, 0)
         if not owners:
+            self.reach("copy_on_write: refused")
             self.expect_raises(COW, reply, "ValueError", f"{what} on a block that is not allocated")
             return
+        self.reach("copy_on_write: sole owner" if owners == 1 else
+                   "copy_on_write: pool empty" if not self.free else "copy_on_write: copies")
         if owners > 1 and not self.free:
             self.expect_raises(COW, reply, "MemoryError",
                                f"{what} on a shared block with no free block left")
@@ -243,4 +263,8 @@ EXERCISE = Exercise(
     machine=PoolMachine,
     home=Path(__file__).parent,
     reference=Path(__file__).resolve().parents[3] / "solutions" / "exercises" / "block_allocator.py",
+    paths=("allocate: pool empty", "fork: empty table", "fork: a block listed twice",
+           "fork: shares", "fork: refused", "free: a double free", "free: never allocated",
+           "free: out of range", "copy_on_write: refused", "copy_on_write: sole owner",
+           "copy_on_write: pool empty", "copy_on_write: copies"),
 )

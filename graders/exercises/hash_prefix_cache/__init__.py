@@ -19,7 +19,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
-from graders.exercise import Exercise, GradedMachine, Method, Property, Step
+from graders.exercise import Exercise, GradedMachine, Method, Property
 
 CHAINING = "chaining"
 EXTRA_KEYS = "extra-keys"
@@ -91,7 +91,9 @@ ints. The grader never reads an argument after the call, but do not keep the cal
 (copy what you store). Return ints, None, lists or tuples: they are compared by type and
 value.
 
-What real engines skip. vLLM v1 trusts the hash (SHA-256 by default) and never compares
+What real engines skip. vLLM v1 trusts the hash (SHA-256 by default at the pinned release:
+`vllm==0.33.0:vllm/config/cache.py` `prefix_caching_hash_algo: PrefixCachingHashAlgo = "sha256"`)
+and never compares
 tokens on a hit. A cache that works the way its BlockPool does since vLLM PR 42656 (merged:
 blocks without a hash go to the front of the free queue, cached ones to the back; mutant
 trusts_hash_like_vllm) passes every property here except `collisions`, which vLLM skips by
@@ -101,7 +103,8 @@ prefix_cache_nano_vllm_style.py) compares only the hit block's own tokens (fails
 `collisions`), keeps one block per hash (fails `duplicates`) and keeps one FIFO free list
 for empty and cached blocks alike (fails `eviction-order`).
 
-How the interface maps onto vLLM v1 (vllm/v1/core):
+How the interface maps onto vLLM 0.33.0's v1 core (`vllm==0.33.0:vllm/v1/core/block_pool.py`
+`def _maybe_evict_cached_block`, and its neighbours in vllm/v1/core):
   lookup    = KVCacheManager.get_computed_blocks (read-only)
   allocate  = KVCacheManager.get_computed_blocks (find_longest_cache_hit over
               request.block_hashes, capped at num_tokens - 1) + allocate_slots (BlockPool.touch
@@ -233,19 +236,19 @@ class CacheMachine(GradedMachine):
 
     def act(self, method: str, *args):
         """One round trip: the action, then every read of the state after it."""
-        steps = [Step(method, args)] + [Step(m, a, query=True) for m, a in self.reads()]
-        self.transcript.steps.extend(steps)
-        replies = self.sandbox.call_many([(s.method, list(s.args)) for s in steps])
-        for step, reply in zip(steps, replies):
-            step.reply = reply
+        replies = self.send([(method, args, False)] +
+                            [(m, a, True) for m, a in self.reads()])
         return replies[0], replies[1:]
 
     def draw_prompt(self, data, again=False):
         """A new prompt, or one of the last few prompts repeated, extended (a chat's next
         turn: most of it kept, new tokens after) or cut at a block boundary (fully cached:
-        the last-token rule recomputes its last block, making a duplicate). Repeats and
-        shared prefixes are where a prefix cache goes wrong."""
-        kind = (data.draw(st.integers(1 if again else 0, 3), label="kind") if self.prompts
+        the last-token rule recomputes its last block, making a duplicate), or with its
+        first block changed and the rest kept (every later block has the same tokens at the
+        same position after another prefix: a key without the parent's, or with the position
+        in its place, collides). Repeats and shared prefixes are where a prefix cache goes
+        wrong."""
+        kind = (data.draw(st.integers(1 if again else 0, 4), label="kind") if self.prompts
                 else 0)
         if not kind:
             base, extra = [], None
@@ -253,6 +256,11 @@ class CacheMachine(GradedMachine):
             earlier, extra = data.draw(st.sampled_from(self.prompts[-4:]), label="earlier")
             if kind == 1:
                 return list(earlier), extra
+            size = self.block_size
+            if kind == 4 and len(earlier) > size:
+                self.reach("prompt: another first block, the same blocks after")
+                swap = dict(zip(self.alphabet, reversed(self.alphabet)))
+                return [swap[t] for t in earlier[:size]] + list(earlier[size:]), extra
             if kind == 3 and len(earlier) >= self.block_size:
                 blocks = data.draw(st.integers(1, len(earlier) // self.block_size), label="blocks")
                 return list(earlier[:blocks * self.block_size]), extra
@@ -290,6 +298,8 @@ class CacheMachine(GradedMachine):
         what = f"allocate({rid}, {tokens}, {list(extra)})"
         reply, state = self.act("allocate", rid, tokens, list(extra))
         self.prompts.append((tokens, extra))
+        if len(free) < fresh + revive_min:
+            self.reach("allocate: pool short")
         if reply.raised_builtin("MemoryError"):
             self.check(CONSERVATION, len(free) < fresh + revive_max,
                        f"{what} raised MemoryError, but {len(free)} block(s) are free and it "
@@ -413,6 +423,10 @@ class CacheMachine(GradedMachine):
 
     def commit(self, rid, table, hits, ids):
         revived = [b for b in table[:hits] if not self.refs[b]]
+        if hits:
+            self.reach("allocate: hits")
+        if revived:
+            self.reach("allocate: revives a freed block")
         for block in table[:hits]:
             if block in revived:
                 self.lru.remove(block)
@@ -420,6 +434,7 @@ class CacheMachine(GradedMachine):
             self.refs[block] += 1
         for i, block in enumerate(table[hits:], start=hits):
             if block in self.lru:
+                self.reach("allocate: evicts a cached block")
                 self.lru.remove(block)
             self.revived.discard(block)
             self.refs[block] = 1
@@ -428,6 +443,7 @@ class CacheMachine(GradedMachine):
             if identity is not None:
                 self.history[block].add(identity)
                 if len(self.holders(identity)) > 1:
+                    self.reach("allocate: caches a duplicate")
                     self.duplicated.add(identity)
                 self.remember(identity)
         self.running[rid] = table
@@ -558,4 +574,7 @@ EXERCISE = Exercise(
     default_examples=60,
     steps=16,
     steered=(COLLISIONS,),  # its run draws colliding keys; the others share one run
+    paths=("allocate: hits", "allocate: revives a freed block", "allocate: evicts a cached block",
+           "allocate: caches a duplicate", "allocate: pool short",
+           "prompt: another first block, the same blocks after"),
 )

@@ -67,8 +67,9 @@ insert is stamped last. Nothing else stamps.
 
 Values cross to the grader as plain data: return ints and lists (or tuples) of ints.
 
-How this maps to SGLang (sgl-project/sglang, python/sglang/srt/mem_cache/radix_cache.py,
-page_size=1): match_prefix -> match_prefix(key) (its device_indices and last_device_node;
+How this maps to SGLang (page_size=1; the pinned 0.5.23 keeps the same walk:
+`sglang==0.5.23:sglang/srt/mem_cache/radix_cache.py` `child.last_access_time = access_time`,
+before `_split_node`): match_prefix -> match_prefix(key) (its device_indices and last_device_node;
 the handle is TreeNode.id); insert -> insert(key, value), which returns the cached length and
 cache_finished_req frees kv_indices[len(prefix_indices):new_prefix_len]; lock / unlock ->
 inc_lock_ref / dec_lock_ref; lock_ref -> TreeNode.lock_ref; evictable_size, protected_size
@@ -89,7 +90,7 @@ and evict -> the same names. An adapter over the real class:
     def insert(tokens, slots): return tree.insert(tokens, torch.tensor(slots))
     def lock(h): tree.inc_lock_ref(nodes[h])
     def unlock(h): tree.dec_lock_ref(nodes[h])
-    def evict(n): freed.clear(); tree.evict(n); return list(freed)
+    def evict(n): freed.clear(); tree.evict(n); return list(freed)   # before 0.5.23's EvictParams
 
 What SGLang skips by design: dec_lock_ref does not refuse an unlock below zero. The
 scheduler pairs every inc_lock_ref with one dec_lock_ref, so the engine trusts its caller,
@@ -99,8 +100,9 @@ the adapter's counter makes that order exact, and it is the rule above. The stan
 every other function of the time module, so the adapter keeps working where evict also reads
 a clock (time.perf_counter, to time itself): replacing the module by monotonic alone crashes
 there. (Checked outside
-this repository at commit 95769b280eaaf946a45dd3b50f7e864df09ac893, with a list-backed
-stand-in for torch: the guarded adapter passes all seven properties.)
+this repository on an earlier SGLang, whose evict(n) took a token count, with a list-backed
+stand-in for torch: the guarded adapter passed all seven properties. At 0.5.23 evict takes an
+EvictParams and frees through free_segment; the adapter was not re-run there.)
 """
 
 METHODS = (
@@ -373,6 +375,11 @@ class TrieMachine(GradedMachine):
         locked = {s for s, p in held.items() if self.model.node_holding(p).lock}
         evictable = self.model.total() - self.model.protected()
         freed, leaves = self.model.evict(n)
+        self.reach("evict: frees nothing" if not freed else
+                   "evict: frees several leaves" if len(leaves) > 1 else
+                   "evict: frees a leaf")
+        if locked and evictable < self.model.total():
+            self.reach("evict: with locked nodes")
         value = reply.value
         self.check(FREED, reply.raised is None and type(value) is list
                    and all(type(s) is int for s in value),
@@ -433,4 +440,7 @@ EXERCISE = Exercise(
     machine=TrieMachine,
     home=Path(__file__).parent,
     reference=Path(__file__).resolve().parents[3] / "solutions" / "exercises" / "prefix_trie.py",
+    paths=("insert: ok", "match_prefix: ok", "lock: ok", "unlock: ok", "unlock: ValueError",
+           "evict: frees nothing", "evict: frees a leaf", "evict: frees several leaves",
+           "evict: with locked nodes"),
 )

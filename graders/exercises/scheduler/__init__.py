@@ -17,7 +17,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
-from graders.exercise import Exercise, GradedMachine, Method, Property, Step
+from graders.exercise import Exercise, GradedMachine, Method, Property
 from graders.exercises.scheduler.engine import (
     FINISHED, PREEMPTED, QUEUE_OF, RUNNING, SWAPPED, WAITING, Record, blocks, parse_plan,
     parse_queues,
@@ -79,19 +79,31 @@ takes what the request needs, up to the budget left. When the pool cannot hold a
 next tokens, preempt the most recently admitted running request (possibly itself) until it
 fits. A step that preempted admits nobody. Otherwise resume swapped requests, then, only
 when none is left swapped, admit waiting ones first come, first served: a head that does not
-fit stops admission. Values cross to the grader as plain data (ints, lists, dicts with str
+fit stops admission. The head's chunk is what it needs up to the budget left (a partial
+chunk, as chunked prefill admits one; a recompute victim needs its prompt and its outputs),
+and it fits when the free blocks hold that chunk's KV (a swapped request: its computed
+tokens' too) and fewer than max_seqs requests run. A head that fits is admitted: admission
+stops only at one that does not, or when the budget or the cap is used up. Values cross to the grader as plain data (ints, lists, dicts with str
 keys) and are compared by type and value.
 
 Real engines (an adapter maps add_request / schedule / update onto theirs):
-  vLLM v1 (vllm/v1/core/sched/scheduler.py) keeps this loop order but has no swapped queue
+  vLLM 0.33.0 (`vllm==0.33.0:vllm/v1/core/sched/scheduler.py`
+  `request.status = RequestStatus.PREEMPTED`) keeps this loop order but has no swapped queue
   and recomputes only. Given preemption="swap", a recompute-only adapter fails one-queue (the
   victim sits in waiting, not swapped) and no-lost-output (it recomputes what a swap keeps);
   with prefix caching off, its policy is the one above in recompute mode.
-  nano-vllm (nanovllm/engine/scheduler.py) has no swapped queue either, and by design also
-  fails decodes-first (a step that admits anyone is prefill-only), budget (max_num_seqs caps
-  one step's batch, not the running set) and, in recompute mode too, no-lost-output (its
-  prefix cache keeps a victim's full blocks, so it resumes past token 0). vLLM v0's
-  chunked-prefill scheduler (vllm/core/scheduler.py) keeps all three queues and fails
+  nano-vllm (`nano-vllm@bb823b3e06983d71485a8e1f23715ebd87d98ef8:nanovllm/engine/scheduler.py` `self.preempt(self.running.pop())`) has no swapped
+  queue either (one-queue fails in swap mode only: a prefill or re-prefill it keeps in its
+  waiting deque is allowed there), and by design also fails decodes-first (a step that admits
+  anyone is prefill-only), budget (max_num_seqs caps one step's batch, not the running set),
+  progress (only the first prompt of a step may take a partial chunk:
+  `nano-vllm@bb823b3e06983d71485a8e1f23715ebd87d98ef8:nanovllm/engine/scheduler.py`
+  `# only allow chunked prefill for the first seq`; vLLM 0.33.0 chunks any waiting request,
+  `vllm==0.33.0:vllm/v1/core/sched/scheduler.py`
+  `num_new_tokens = min(num_new_tokens, request_token_budget)`) and, in recompute mode too,
+  no-lost-output (its prefix cache keeps a victim's full blocks, so it resumes past token 0). vLLM v0's
+  chunked-prefill scheduler (history: `vllm==0.6.3:vllm/core/scheduler.py`
+  `def _schedule_chunked_prefill`) keeps all three queues and fails
   resume-first: it admits new prompts while requests wait swapped (issue #5578).
 """
 
@@ -126,7 +138,9 @@ PROPERTIES = (
     Property(NO_LOST_OUTPUT, "chunks never exceed what a request still needs, decodes only for "
              "requests whose tokens are computed (recompute re-prefills prompt and outputs; swap "
              "resumes where it stopped); update() finishes exactly at EOS or max_tokens"),
-    Property(PROGRESS, "a step with any unfinished request schedules at least one token"),
+    Property(PROGRESS, "a step with any unfinished request schedules at least one token, and "
+             "admission stops only at a head whose chunk (what it needs, up to the budget "
+             "left) does not fit the free blocks, or at the budget or the cap"),
     Property(BOUNDED, "a request finishes within the steps it and the requests unfinished when it "
              "arrived need as the oldest: the sum of ceil(prompt_len / token_budget) + max_tokens - 1"),
 )
@@ -177,14 +191,23 @@ def arrivals(room: int, min_size: int, max_size: int) -> st.SearchStrategy:
 
 @lru_cache(maxsize=None)
 def opening(room: int) -> st.SearchStrategy:
-    """The first arrivals: two to four of any kind, or a swarm of three or four decode-heavy
-    requests that fit the pool as prompts but not at their peaks. Those are preempted one
+    """The first arrivals: two to four of any kind; a swarm of three or four decode-heavy
+    requests that fit the pool as prompts but not at their peaks (those are preempted one
     after another, so a swap-mode run holds two victims at once and the swapped queue's order
-    is tested (without the swarm, one swap-mode example in a hundred got there)."""
+    is tested: without the swarm, one swap-mode example in a hundred got there); or a long
+    prompt and a decoder that it preempts."""
     low = room // 3 + 1
     swarmer = st.integers(low, max(low, room // 2 + 2)).map(
         lambda peak: (peak - min(MAX_OUTPUTS, peak) + 1, min(MAX_OUTPUTS, peak), 0))
-    return st.one_of(arrivals(room, 2, 4), st.lists(swarmer, min_size=3, max_size=4))
+    # a long prompt that grows to the whole pool, and a 1-token prompt that decodes: the
+    # second is preempted with outputs sampled, and comes back as the head of waiting while
+    # the first holds all but a block or two, where its prompt would fit but not its prompt
+    # and outputs (without it, no default run reached that case)
+    long = st.integers(max(1, room // 2), max(1, room - 1)).map(
+        lambda prompt: (prompt, min(MAX_OUTPUTS, room - prompt + 1), 0))
+    short = st.integers(2, max(2, min(MAX_OUTPUTS, room))).map(lambda m: (1, m, 0))
+    return st.one_of(arrivals(room, 2, 4), st.lists(swarmer, min_size=3, max_size=4),
+                     st.tuples(long, short).map(list), st.tuples(long, short, short).map(list))
 
 
 class EngineMachine(GradedMachine):
@@ -299,6 +322,7 @@ class EngineMachine(GradedMachine):
         self.check_order(plan, before)
         self.execute(plan)
         self.check_pool(plan, before)
+        self.check_admission(plan, before)
         self.sample(scheduled)
         self.steps += 1
         for r in self.live:
@@ -394,10 +418,12 @@ class EngineMachine(GradedMachine):
                 r.computed = 0
         for i, n in sorted(plan.scheduled.items()):  # same-step admissions: oldest first
             r = self.reqs[i]
+            partial = n < r.need
             r.computed += n
             if r.status != RUNNING:
                 self.admissions += 1
-                r.status, r.admitted = RUNNING, self.admissions
+                self.reach(f"admit: {r.status}" + (", partial chunk" if partial else ""))
+                r.status, r.admitted, r.sampled_since = RUNNING, self.admissions, False
 
     def check_pool(self, plan, before):
         """After the plan ran: the KV the running requests hold, and whether a preemption was needed."""
@@ -418,6 +444,53 @@ class EngineMachine(GradedMachine):
                        f"leaves {used} of {self.num_blocks} blocks in use, and request {oldest} "
                        f"needed {wanted} for all its next tokens")
 
+    def check_admission(self, plan, before):
+        """After the plan ran: admission may stop only at a head that does not fit. The head
+        is the earliest preempted request still held back (swap: the swapped queue's first),
+        else the earliest never-admitted one; its chunk is what it needs up to the budget
+        left, and it fits when the free blocks hold that chunk's KV and the cap allows."""
+        if plan.preempted:
+            self.reach("step: preempts")
+            return
+        running = [r for r in self.live if r.status == RUNNING]
+        free = self.num_blocks - sum(blocks(r.computed, self.block_size) for r in running)
+        left = self.budget - plan.tokens
+        held = [r for r in self.live if r.status in (PREEMPTED, SWAPPED)]
+        fresh = [r for r in self.live if r.status == WAITING]
+        head = min(held or fresh, key=lambda r: r.id, default=None)
+        if head is None:
+            return
+        self.count_victim_head(plan, before, free)
+        if not left or len(running) >= self.max_seqs:
+            self.reach("admission: stops at the budget or the cap")
+            return
+        n = min(head.need, left)
+        wanted = blocks(head.computed + n, self.block_size)
+        if wanted > free:
+            self.reach("admission: stops at a head that does not fit")
+            return
+        self.reach("admission: the head's chunk fits" + (" (partial)" if n < head.need else ""))
+        self.check(PROGRESS, False,
+                   f"schedule() left {head.describe()} {QUEUE_OF[head.status]} though its "
+                   f"chunk fits: {n} of its {head.need} tokens fit the {left} budget left and "
+                   f"need {wanted} of the {free} free blocks, and {len(running)} of "
+                   f"{self.max_seqs} requests run. A head that fits is admitted, a partial "
+                   "chunk if the budget is short")
+
+    def count_victim_head(self, plan, before, free):
+        """Coverage: the first recompute victim met admission where the free blocks held the
+        chunk its prompt alone would take, but not the one its prompt and outputs take."""
+        victims = [i for i, b in before.items() if b[0] == PREEMPTED and self.reqs[i].outputs]
+        if not victims:
+            return
+        v = self.reqs[min(victims)]
+        admitted = [i for i in plan.scheduled if before[i][0] != RUNNING]
+        at = free + sum(blocks(self.reqs[i].computed, self.block_size) for i in admitted)
+        left = self.budget - sum(n for i, n in plan.scheduled.items() if before[i][0] == RUNNING)
+        if blocks(min(v.prompt_len, left), self.block_size) <= at < blocks(
+                min(v.prompt_len + v.outputs, left), self.block_size):
+            self.reach("head: a recompute victim fits its prompt, not prompt + outputs")
+
     def sample(self, scheduled: dict):
         """Every scheduled request whose known tokens are now all computed samples one token;
         it finishes at max_tokens or at the end-of-sequence drawn for it."""
@@ -425,6 +498,7 @@ class EngineMachine(GradedMachine):
                    if self.reqs[i].computed == self.reqs[i].prompt_len + self.reqs[i].outputs]
         for r in sampled:
             r.outputs += 1
+            r.sampled_since = True
         eos = sorted(r.id for r in sampled if r.outputs == r.eos_at)
         finished = sorted(r.id for r in sampled if r.outputs in (r.max_tokens, r.eos_at))
         for i in finished:
@@ -467,8 +541,9 @@ class EngineMachine(GradedMachine):
             found = next((q for q, ids in queues.items() if r.id in ids), None)
             why = {WAITING: "it was never admitted", PREEMPTED: "it was preempted for recompute",
                    SWAPPED: "it was swapped out", RUNNING: "it was admitted and not preempted"}
-            prefilling = r.status == RUNNING and not r.decoding  # nano-vllm keeps it waiting
-            self.check(ONE_QUEUE, found == want or (prefilling and found == "waiting"),
+            if r.prefilling and found == "waiting":
+                self.reach("queues: a prefill under way listed in waiting")
+            self.check(ONE_QUEUE, found == want or (r.prefilling and found == "waiting"),
                        f"request {r.id} should be in {want} ({why[r.status]}"
                        f"{', scheduled this step' if r.id in scheduled else ''}) but queues() has it "
                        f"in {found or 'no queue'}: {queues}")
@@ -490,12 +565,7 @@ class EngineMachine(GradedMachine):
 
     def batch(self, calls):
         """Calls in one round trip; actions stay in the repro, read-only ones are queries."""
-        steps = [Step(m, tuple(a), query=q) for m, a, q in calls]
-        self.transcript.steps.extend(steps)
-        replies = self.sandbox.call_many([(m, list(a)) for m, a, _ in calls])
-        for s, reply in zip(steps, replies):
-            s.reply = reply
-        return replies
+        return self.send(calls)
 
 
 EXERCISE = Exercise(
@@ -511,4 +581,9 @@ EXERCISE = Exercise(
     reference=Path(__file__).resolve().parents[3] / "solutions" / "exercises" / "scheduler.py",
     default_examples=60,
     steps=20,
+    paths=("admit: waiting", "admit: waiting, partial chunk", "admit: preempted",
+           "admit: swapped", "step: preempts",
+           "admission: stops at a head that does not fit",
+           "admission: stops at the budget or the cap",
+           "head: a recompute victim fits its prompt, not prompt + outputs"),
 )

@@ -36,11 +36,19 @@ class Record:
     outputs: int = 0
     status: str = WAITING
     admitted: int = -1  # admission counter at its latest admission (resumption counts)
+    sampled_since: bool = False  # sampled a token since its latest admission
 
     @property
     def need(self) -> int:
         """Tokens to compute before it samples its next token (1 for a decode)."""
         return self.prompt_len + self.outputs - self.computed
+
+    @property
+    def prefilling(self) -> bool:
+        """Admitted and holding blocks, but not sampled since: its prefill (or re-prefill
+        after a recompute, even one stopped with only its last sampled token left) is under
+        way, and a scheduler may list it in running or, as nano-vllm does, in waiting."""
+        return self.status == RUNNING and not self.sampled_since
 
     @property
     def decoding(self) -> bool:

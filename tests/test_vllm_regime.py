@@ -1,0 +1,53 @@
+"""The "vllm-defaults" regime beside the kernel ceiling (issue 25): its fits reproduce its
+constants, the default regime is unchanged, and its held-out errors are what the fidelity page says."""
+
+import pytest
+
+from solutions import step_defaults
+from solutions.calibration import vllm_regime
+from solutions.calibration.vllm_serving_runs import RUNS_BY_NAME
+from solutions.hardware import A100_80GB_SXM, H100_SXM
+from solutions.models import QWEN3_8B
+from solutions.step_model import StepModel
+
+
+def test_hopper_attention_fit_reproduces_its_constant():
+    assert vllm_regime.fit_hopper_attention() == step_defaults.HOPPER_ATTENTION
+
+
+def test_overhead_fit_reproduces_its_constants():
+    fitted, stored = vllm_regime.fit_overheads(), step_defaults.VLLM_DEFAULTS
+    assert fitted.constant_s == pytest.approx(stored.constant_s, abs=0.02e-3)
+    assert fitted.per_seq_s == pytest.approx(stored.per_seq_s, abs=1e-6)
+    assert fitted.per_token_s == pytest.approx(stored.per_token_s, abs=1e-6)
+    assert fitted.serving_stack_s == pytest.approx(stored.serving_stack_s, abs=1e-3)
+
+
+def test_the_default_regime_is_the_kernel_ceiling_unchanged():
+    ceiling = StepModel.of(QWEN3_8B, H100_SXM)
+    assert ceiling == StepModel.of(QWEN3_8B, H100_SXM, regime="kernel-ceiling")
+    assert ceiling.overhead_s == step_defaults.STEP_OVERHEAD_S and ceiling.fit == step_defaults.HOPPER_FIT
+    vllm = StepModel.of(QWEN3_8B, H100_SXM, regime="vllm-defaults")
+    assert vllm.fit.attention == step_defaults.HOPPER_ATTENTION and vllm.overhead_per_token_s > 0
+    # the per-token term grows with the step: a 512-token step pays it 512 times
+    extra = vllm.step_overhead_s(512, 1) - vllm.step_overhead_s(1, 1)
+    assert extra == pytest.approx(511 * step_defaults.VLLM_DEFAULTS.per_token_s)
+
+
+def test_off_hopper_the_regime_keeps_the_ceilings_kernels():
+    assert StepModel.of(QWEN3_8B, A100_80GB_SXM, regime="vllm-defaults").fit == step_defaults.A100_FIT
+
+
+def test_unknown_regime_is_refused():
+    with pytest.raises(ValueError, match="regime must be one of"):
+        StepModel.of(QWEN3_8B, H100_SXM, regime="fast")
+
+
+def test_held_out_runs_the_regime_was_not_fitted_on():
+    fitted_on = {*vllm_regime.FIT_RUNS_PER_TOKEN, vllm_regime.FIT_RUN_PER_SEQ, vllm_regime.FIT_RUN_CONSTANT}
+    # concurrency 2 and 4, and the random 4K-in burst: inside x0.9-1.1 on throughput and TPOT
+    for name in ("Qwen3-8B ShareGPT, concurrency 2", "Qwen3-8B ShareGPT, concurrency 4",
+                 "Qwen3-14B random 4000 in / 200 out, 500 at once"):
+        assert name not in fitted_on
+        p = vllm_regime.replay(RUNS_BY_NAME[name])
+        assert 0.9 <= p.ratio("output_tok_s") <= 1.1 and 0.9 <= p.ratio("median_tpot_ms") <= 1.1, name
