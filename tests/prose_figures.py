@@ -35,7 +35,8 @@ STRIP = [
     re.compile(r"\b(?:Llama|Qwen|Mistral|Mixtral|Gemma|DeepSeek|Nemotron|GPT|Phi|CodeLlama|InternLM|Yi|OPT)"
                r"[- ]?(?:\d+(?:\.\d+)?(?:[- ]\d+(?:\.\d+)?)?)?(?:[- ]?\d+x\d+B|[- ]?\d+(?:\.\d+)?[BbMm])?", re.I),
     re.compile(r"\b(?:19|20)\d\d\b"),  # years
-    re.compile(r"\b(?:PR|issue|#)\s?\d+", re.I),
+    re.compile(r"\b(?:PRs?|issues?|commits?|#)\s?\d+(?:(?:,| and|, and)\s?\d+)*", re.I),  # PR 123, PRs 1, 2 and 3
+    re.compile(r"\^\{?-?\d+\}?|[eE]-\d+"),  # exponents: 10^{-61}, 1e-9
     re.compile(r"\b(?:Table|Figure|Fig\.|Section|§|Eq\.|equation)\s?\d+(?:\.\d+)?", re.I),
 ]
 # A paragraph that quotes its source may carry figures the code does not produce.
@@ -102,7 +103,8 @@ def findings(path: pathlib.Path) -> list[str]:
     for c in cells:
         if c["cell_type"] != "markdown":
             continue
-        for para in re.split(r"\n\s*\n|\n(?=\s*[-*] )", "".join(c["source"])):
+        text = "".join(c["source"]).replace("{,}", ",")  # LaTeX's thousands separator
+        for para in re.split(r"\n\s*\n|\n(?=\s*[-*] )", text):
             if SOURCED.search(para):  # before stripping: an engine citation is a code span
                 continue
             for pattern in STRIP:

@@ -103,6 +103,35 @@ def test_ngram_draft_is_the_longest_earliest_match(tokens, lo, extra, k):
 
 
 @SETTINGS
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=30), st.integers(1, 3), st.integers(0, 2), st.integers(1, 4))
+def test_v2_ngram_draft_is_the_longest_rightmost_match_padded_to_k(tokens, lo, extra, k):
+    # Model Runner V2's GPU drafter: longest n, then the rightmost earlier start; always k slots,
+    # the unmatched ones filled with the last token.
+    hi = lo + extra
+    n, start = longest_match(tokens, lo, hi, "latest")
+    suffix = lambda m: tokens[len(tokens) - m:]  # noqa: E731
+    occurs = lambda m: [s for s in range(len(tokens) - m) if tokens[s:s + m] == suffix(m)]  # noqa: E731
+    longer = [m for m in range(lo, hi + 1) if m < len(tokens) and occurs(m)]
+    draft = propose(tokens, lo, hi, k, occurrence="latest", pad=True)
+    assert len(draft) == k
+    if not longer:
+        assert (n, start) == (0, -1) and draft == [tokens[-1]] * k
+    else:
+        assert n == max(longer) and start == occurs(n)[-1]
+        follow = tokens[start + n:start + n + k]
+        assert draft == follow + [tokens[-1]] * (k - len(follow))
+
+
+def test_v2_padding_is_verified_like_any_draft():
+    # a repeated token: the padding is accepted where the output repeats it, as on the GPU
+    r = replay([7, 8], [9, 9, 9, 9], 3, 3, 2, occurrence="latest", pad=True)
+    assert (r.drafted, r.accepted, r.target_steps, r.draft_steps) == (2, 2, 2, 0)
+    assert replay([7, 8], [9, 9, 9, 9], 3, 3, 2).drafted == 0
+    with pytest.raises(ValueError):
+        longest_match([1, 2], 1, 2, "middle")
+
+
+@SETTINGS
 @given(st.lists(st.integers(0, 3), max_size=15), st.lists(st.integers(0, 3), min_size=1, max_size=30))
 def test_replay_is_lossless_and_accounts_every_token(prompt, output):
     r = replay(prompt, output, 1, 2, 3)

@@ -59,3 +59,21 @@ def test_paired_interval_covers_the_true_difference_at_its_confidence():
         lo, hi = paired_difference_interval(int(b), int(m - b), n)
         cover += lo <= delta <= hi
     assert cover / 2000 == pytest.approx(0.95, abs=0.015)
+
+
+def test_exact_paired_interval_excludes_zero_exactly_when_mcnemar_rejects():
+    from solutions.correctness_operations.eval_stats import paired_difference_exact_interval
+    for b in range(0, 40):
+        for c in range(0, 40, 3):
+            lo, hi = paired_difference_exact_interval(b, c, 1319)
+            assert lo <= (b - c) / 1319 <= hi
+            excludes = lo > 0 or hi < 0
+            assert excludes == (mcnemar(b, c).p_value < 0.05), (b, c)
+
+
+def test_exact_paired_interval_bad_input():
+    from solutions.correctness_operations.eval_stats import paired_difference_exact_interval
+    with pytest.raises(ValueError):
+        paired_difference_exact_interval(5, 3, 0)
+    with pytest.raises(ValueError):
+        paired_difference_exact_interval(5, 3, 100, confidence=1.5)

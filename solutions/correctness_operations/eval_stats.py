@@ -11,6 +11,9 @@ than comparing two confidence intervals, and how much more depends on how many i
     two_proportion_z(k1, k2, n)          the unpaired test (treats the two runs as independent)
     mcnemar(b, c)                        the paired test: exact p-value and z
     paired_difference_interval(b, c, n)  confidence interval of the accuracy difference on the same items
+                                         (Wald: fine when b + c is large)
+    paired_difference_exact_interval(b, c, n)  the same, exact given b + c (Clopper-Pearson on b's
+                                         share), consistent with mcnemar's exact p-value
     detectable_difference(n, ...)        smallest drop a test of size alpha finds with the given power
 """
 
@@ -116,3 +119,49 @@ def paired_difference_interval(b: int, c: int, n: int, confidence: float = 0.95)
     se = math.sqrt(max((b + c) / n - diff * diff, 0.0) / n)
     z = _z(0.5 + confidence / 2)
     return diff - z * se, diff + z * se
+
+
+def _binomial_tail_at_least(k: int, m: int, p: float) -> float:
+    """P(Binomial(m, p) >= k), summed exactly."""
+    if k <= 0:
+        return 1.0
+    if k > m:
+        return 0.0
+    if p <= 0:
+        return 0.0
+    if p >= 1:
+        return 1.0
+    lc = math.lgamma(m + 1)
+    return min(1.0, sum(math.exp(lc - math.lgamma(i + 1) - math.lgamma(m - i + 1) + i * math.log(p)
+                                 + (m - i) * math.log1p(-p)) for i in range(k, m + 1)))
+
+
+def _solve(f, target: float) -> float:
+    """The p in [0, 1] where the increasing function f crosses target (bisection)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) < target else (lo, mid)
+    return (lo + hi) / 2
+
+
+def paired_difference_exact_interval(b: int, c: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Confidence interval of accuracy A minus accuracy B on the same n items, exact given the
+    number of discordant items m = b + c: b ~ Binomial(m, pi), the Clopper-Pearson interval of pi,
+    and the difference is m / n x (2 pi - 1). It excludes 0 exactly when `mcnemar(b, c)`'s exact
+    two-sided p-value is below 1 - confidence, which the Wald interval does not guarantee."""
+    _check_count("n", n)
+    if n == 0:
+        raise ValueError("n must be positive")
+    _check_count("b", b, n)
+    _check_count("c", c, n - b)
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    m = b + c
+    if m == 0:
+        return 0.0, 0.0
+    tail = (1 - confidence) / 2
+    lower = 0.0 if b == 0 else _solve(lambda p: _binomial_tail_at_least(b, m, p), tail)
+    # P(X <= b) = tail, i.e. P(X >= b + 1) = 1 - tail, which increases in p
+    upper = 1.0 if b == m else _solve(lambda p: _binomial_tail_at_least(b + 1, m, p), 1 - tail)
+    return m / n * (2 * lower - 1), m / n * (2 * upper - 1)

@@ -101,3 +101,64 @@ def replay(prompt: int, output: int, ending: str = "eos", mode: str = "async",
                 total, steps = total + scheduled[0], steps + 1
             in_flight = scheduled
     return Replay(computed=total, useful=prompt + output - 1, steps=steps)
+
+
+# ---- whether async scheduling is on: vLLM 0.33.0's resolution, as a rule ------------------------
+# A model of `VllmConfig.use_v2_model_runner` and of the `async_scheduling` resolution in
+# `VllmConfig.__post_init__` (not vLLM's code), read at
+# `vllm==0.33.0:vllm/config/vllm.py` `# Async scheduling incompatibilities specific to the V1 model runner.`
+
+V2_UNSUPPORTED_SPEC_METHODS = ("suffix", "custom_class")  # Model Runner V2 falls back to V1 for these
+V1_ASYNC_SPEC_METHODS = ("eagle", "eagle3", "extract_hidden_states", "mtp", "dflash",  # EagleModelTypes
+                         "ngram_gpu", "draft_model", "dspark")
+SPEC_METHODS = ("ngram",) + V2_UNSUPPORTED_SPEC_METHODS + V1_ASYNC_SPEC_METHODS
+
+
+@dataclass(frozen=True)
+class AsyncResolution:
+    """Which model runner runs, whether async scheduling ends up on, and why not."""
+
+    runner: str  # "v2" or "v1"
+    enabled: bool
+    reason: str  # "" when enabled
+
+
+def model_runner(spec_method: str | None = None, use_v2_env: bool | None = None) -> str:
+    """The runner vLLM 0.33.0 picks: V2 unless `VLLM_USE_V2_MODEL_RUNNER=0` or V2 lacks a feature
+    in use (of the speculative methods, only suffix and custom_class)."""
+    _check_method(spec_method)
+    if use_v2_env is not None:
+        return "v2" if use_v2_env else "v1"
+    return "v1" if spec_method in V2_UNSUPPORTED_SPEC_METHODS else "v2"
+
+
+def resolve_async_scheduling(spec_method: str | None = None, use_v2_env: bool | None = None,
+                             pipeline_parallel: int = 1, disable_padded_drafter_batch: bool = False,
+                             pooling: bool = False, requested: bool | None = None) -> AsyncResolution:
+    """`--async-scheduling` left unset (`requested=None`) turns on unless something is incompatible;
+    set to True where something is, vLLM raises ValueError. The V1-runner incompatibilities (a
+    speculative method outside `V1_ASYNC_SPEC_METHODS`, `disable_padded_drafter_batch`, pipeline
+    parallelism) do not apply to Model Runner V2. Executor and ROCm cases are left out."""
+    runner = model_runner(spec_method, use_v2_env)
+    reason = ""
+    if runner == "v1":
+        if spec_method is not None and spec_method not in V1_ASYNC_SPEC_METHODS:
+            reason = f"{spec_method}-based speculative decoding on the V1 model runner"
+        elif spec_method is not None and disable_padded_drafter_batch:
+            reason = "disable_padded_drafter_batch=True on the V1 model runner"
+        elif pipeline_parallel > 1:
+            reason = "pipeline parallelism on the V1 model runner"
+    if requested is True:
+        if reason:
+            raise ValueError(f"async scheduling requested but not supported: {reason}")
+        return AsyncResolution(runner, True, "")
+    if requested is False:
+        return AsyncResolution(runner, False, "turned off by the user")
+    if pooling:
+        return AsyncResolution(runner, False, "pooling model")
+    return AsyncResolution(runner, not reason, reason)
+
+
+def _check_method(spec_method):
+    if spec_method is not None and spec_method not in SPEC_METHODS:
+        raise ValueError(f"unknown speculative method {spec_method!r}; known: {SPEC_METHODS}")

@@ -6,6 +6,7 @@ block pool with recompute preemption, step times from the kit's one step model.
     work = Workload.generate(10_000, Poisson(rate=20), prompt=LogNormal(1000, 1.0), output=LogNormal(200, 1.0))
     result = simulate(work, replica)
     result.summary(SLO(ttft_s=0.5, tpot_s=0.05))
+    result.steady(SLO(ttft_s=0.5, tpot_s=0.05)).verdict()   # steady or overloaded, rates over the window
 
 Validated against Little's law, the M/M/1, M/D/1 and M/G/1 closed forms, and the kit's
 throughput-versus-batch curve: see tests/test_serving.py and docs/simulator.ipynb.
@@ -17,6 +18,7 @@ from solutions.serving.metrics import SLO, Result
 from solutions.serving.queueing import lindley_waits, md1_wait, mg1_wait, mm1_wait
 from solutions.serving.replica import Replica, simulate
 from solutions.serving.step_scheduler import FCFSScheduler, SchedulerConfig, StepPlan
+from solutions.serving.steady import SteadyWindow, kv_tokens_held, steady_window
 from solutions.serving.step_time import ServiceTime, StepShape
 from solutions.serving.workload import GammaArrivals, OnOff, Poisson, Trace, Workload
 
@@ -24,5 +26,5 @@ __all__ = [
     "Empirical", "Exponential", "Fixed", "Gamma", "LogNormal", "Uniform", "KVPool", "SLO", "Result",
     "lindley_waits", "md1_wait", "mg1_wait", "mm1_wait", "Replica", "simulate", "FCFSScheduler",
     "SchedulerConfig", "StepPlan", "ServiceTime", "StepShape", "GammaArrivals", "OnOff",
-    "Poisson", "Trace", "Workload",
+    "Poisson", "Trace", "Workload", "SteadyWindow", "kv_tokens_held", "steady_window",
 ]

@@ -56,6 +56,7 @@ class Result:
     serving_stack_s: float = 0.0  # per request, outside the engine: added to TTFT and E2E
     cached_tokens: np.ndarray | None = None  # prompt tokens found in the prefix cache (last admission)
     evicted_blocks: int = 0  # cached prefix blocks evicted to make room
+    kv_block_size: int = 16  # tokens per KV block
 
     @classmethod
     def from_run(cls, workload, replica, sched, steps, area) -> "Result":
@@ -87,6 +88,7 @@ class Result:
             serving_stack_s=replica.serving_stack_s,
             cached_tokens=np.array(sched.hit_tokens, dtype=np.int64),
             evicted_blocks=sched.evicted_blocks,
+            kv_block_size=replica.kv_pool.block_size,
         )
 
     def __len__(self) -> int:
@@ -171,9 +173,49 @@ class Result:
         return dict(L=mean_in_system, lam=arrival_rate, W=mean_time,
                     rel_error=abs(mean_in_system - arrival_rate * mean_time) / (arrival_rate * mean_time))
 
-    def summary(self, slo: SLO | None = None, requests: np.ndarray | None = None) -> dict:
+    # ---- steady state (solutions.serving.steady) ---------------------------------------------
+    def steady(self, slo: SLO | None = None, **kwargs):
+        """The run's steady window (`solutions.serving.steady.SteadyWindow`): rates over it
+        (throughput, goodput and SLO attainment if `slo` is given), whether the run is steady or
+        overloaded, and why. Keyword arguments go to `steady_window` (warm-up, tolerances)."""
+        from solutions.serving.steady import steady_window
+        return steady_window(self, slo, **kwargs)
+
+    @property
+    def is_steady(self) -> bool:
+        """True if the default steady window shows no backlog or pool trend and is long enough."""
+        return self.steady().is_steady
+
+    @property
+    def overloaded(self) -> bool:
+        """True if requests accumulate over the default steady window: completions do not keep up."""
+        return self.steady().overloaded
+
+    def summary(self, slo: SLO | None = None, requests: np.ndarray | None = None, window: str = "run") -> dict:
         """The headline numbers of a run (seconds, tokens per second), over all requests or over
-        the boolean mask `requests` (one tenant, say). Rates are per second of the whole run."""
+        the boolean mask `requests` (one tenant, say). With `window="run"` (the default) rates are
+        per second of the whole run, ramp and drain included. With `window="steady"` the rates
+        (output tokens/s, goodput, SLO attainment) are read over the steady window instead, the
+        latency percentiles are over the requests that arrived in it, and `out["steady"]` says
+        whether the run was steady or overloaded, by which method, and why."""
+        if window not in ("run", "steady"):
+            raise ValueError(f"window must be 'run' or 'steady', got {window!r}")
+        if window == "steady":
+            w = self.steady(slo)
+            mask = w.requests if requests is None else (np.asarray(requests, bool) & w.requests)
+            out = self.summary(None, mask)
+            T = w.seconds
+            finished = (self.finish_s >= w.start_s) & (self.finish_s <= w.end_s)
+            sel = np.ones(len(self), bool) if requests is None else np.asarray(requests, bool)
+            tokens = self.token_s[np.repeat(sel, self.output_tokens)]
+            out["output_tokens_per_s"] = float(((tokens >= w.start_s) & (tokens <= w.end_s)).sum() / T)
+            if slo is not None:
+                met = self.meets(slo)
+                out["goodput_req_per_s"] = float((met & finished & sel).sum() / T)
+                out["slo_attainment"] = float(met[mask].mean())
+            out["steady"] = dict(method=w.method, start_s=w.start_s, end_s=w.end_s, is_steady=w.is_steady,
+                                 overloaded=w.overloaded, reasons=list(w.reasons), verdict=w.verdict())
+            return out
         mask = np.ones(len(self), bool) if requests is None else np.asarray(requests, bool)
         if mask.shape != (len(self),) or not mask.any():
             raise ValueError("requests must be a boolean mask with one entry per request, selecting at least one")

@@ -34,6 +34,9 @@ class ShortestPrefillFirst(FCFSScheduler):
 
     def __init__(self, *args, aging_tokens_per_s: float = 0.0, step_s: float = 0.02, **kwargs):
         super().__init__(*args, **kwargs)
+        if self.config.long_prefill_token_threshold:
+            raise ValueError("ShortestPrefillFirst pauses the one prompt mid-prefill; it does not model "
+                             "long_prefill_token_threshold (several prompts mid-prefill): set it to 0")
         if not aging_tokens_per_s >= 0:
             raise ValueError(f"aging_tokens_per_s must be >= 0, got {aging_tokens_per_s!r}")
         if not step_s > 0:
@@ -90,22 +93,48 @@ class PriorityScheduler(FCFSScheduler):
 
     A capped class reserves, at admission, the blocks of its whole prompt plus its `max_tokens`
     (the simulator's output length stands in for it: a client-set upper bound in a real engine),
-    so the class never holds more than its cap; requests over the cap wait. Preemption stays FCFS's
-    (newest first), not vLLM's lowest-priority-first."""
+    so the class never holds more than its cap; requests over the cap wait (vLLM has no such cap).
+
+    `preemption` picks the victim when a running request's next blocks do not fit:
+      "newest"          FCFS's (the most recently admitted running request), the default here;
+      "lowest_priority" vLLM's priority policy: the running request with the largest
+                        (priority, arrival time), even one already scheduled this step (its tokens go
+                        back to the budget); a request that preempts itself lets the ones after it
+                        still run. Waiting requests never preempt running ones, in either mode.
+    `PriorityScheduler.vllm(priority=...)` is vLLM's `policy="priority"`: lowest-priority
+    preemption and no cap."""
 
     fifo_admission = False  # a high-priority arrival may be admitted past a blocked head
+    PREEMPTION = ("newest", "lowest_priority")
 
-    def __init__(self, *args, priority, class_kv_blocks: dict | None = None, **kwargs):
+    def __init__(self, *args, priority, class_kv_blocks: dict | None = None, preemption: str = "newest", **kwargs):
         super().__init__(*args, **kwargs)
         self.priority = [int(p) for p in priority]
         if len(self.priority) != len(self.prompt):
             raise ValueError(f"priority has {len(self.priority)} entries for {len(self.prompt)} requests")
+        if preemption not in self.PREEMPTION:
+            raise ValueError(f"preemption must be one of {self.PREEMPTION}, got {preemption!r}")
+        self.preemption = preemption
         self.cap = dict(class_kv_blocks or {})
         for c, blocks in self.cap.items():
             if not blocks >= 0:
                 raise ValueError(f"class_kv_blocks[{c!r}] must be >= 0, got {blocks!r}")
         self.reserved = {c: 0 for c in self.cap}
         self.counted: set = set()
+
+    @classmethod
+    def vllm(cls, priority):
+        """vLLM's `policy="priority"` as a `simulate(policy=...)` argument: the waiting queue by
+        (priority, arrival), the lowest-priority running request preempted first, no class cap."""
+        from functools import partial
+        return partial(cls, priority=priority, preemption="lowest_priority")
+
+    def _pop_victim(self) -> int:
+        if self.preemption == "newest":
+            return super()._pop_victim()
+        rid = max(self.running, key=lambda r: (self.priority[r], r))  # requests are in arrival order
+        del self.running[rid]
+        return rid
 
     def reservation(self, rid: int) -> int:
         return self.pool.blocks_for(self.prompt[rid] + self.out_len[rid])

@@ -29,6 +29,19 @@ every running decode is scheduled every step, and at most one request is mid-pre
 admitted. The scheduler uses that to keep decodes as aggregates (count, sum of contexts, a
 histogram of block offsets, a heap of finish steps) and spends O(1) per step on them, not O(batch).
 
+4. `long_prefill_token_threshold` T > 0 caps the tokens one request schedules in a step, running
+   or newly admitted, before the budget cap (`vllm==0.33.0:vllm/v1/core/sched/scheduler.py`
+   `if 0 < long_prefill_token_threshold < num_new_tokens:`), and only when more than one request
+   is running or waiting (`if num_eligible_reqs > 1`): the budget a long prompt leaves goes to the
+   next waiting requests, so several prompts may be mid-prefill at once (kept in admission order).
+   The simulator schedules the decodes first, then the prompts mid-prefill, then admissions; vLLM
+   walks its running list in admission order, which differs only when the budget runs out before
+   a decode admitted after a prompt still mid-prefill (the newest request absorbs the shortfall in
+   both). The adaptive floor (`long_prefill_token_threshold_adaptive`) is not modelled.
+5. Who is preempted is `_pop_victim`: the newest running request here; vLLM's priority policy
+   (`solutions.serving.policies.PriorityScheduler`, `preemption="lowest_priority"`) takes
+   `max(self.running, key=lambda r: (r.priority, r.arrival_time))` instead.
+
 Interface (the shape of vLLM's `add_request` / `schedule` / `update_from_output`):
     add(rid)                     a request arrived
     plan = schedule(step)        decide this step's tokens, allocate KV blocks, preempt
@@ -58,12 +71,18 @@ class SchedulerConfig:
     max_num_batched_tokens: int = 8192
     max_num_seqs: int = 1024
     chunked_prefill: bool = True
+    # vLLM's cap on the prompt tokens one request may schedule in a step (0: no cap, vLLM's default);
+    # not applied when only one request is running or waiting. See the module docstring.
+    long_prefill_token_threshold: int = 0
 
     def __post_init__(self):
         for name in ("max_num_batched_tokens", "max_num_seqs"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        value = self.long_prefill_token_threshold
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"long_prefill_token_threshold must be a non-negative integer (0: off), got {value!r}")
         if self.max_num_batched_tokens < self.max_num_seqs:
             raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= max_num_seqs "
                              f"({self.max_num_seqs}), as vLLM requires")
@@ -132,7 +151,9 @@ class FCFSScheduler:
         self.free = pool.num_blocks
         self.waiting: deque = deque()
         self.running: dict = {}  # insertion-ordered: admission order; the last key is the newest
-        self.partial = None  # the one request mid-prefill, if any (always the newest running)
+        # requests mid-prefill, in admission order: at most one (the newest running) unless
+        # long_prefill_token_threshold caps chunks below the budget
+        self.partials: list = []
         # per request
         self.status = [WAITING] * n
         self.computed = [0] * n  # for non-decodes; a decode's context at step s is s + offset
@@ -152,6 +173,17 @@ class FCFSScheduler:
         self.by_phase = [0] * bs  # decodes by offset mod block_size: who needs a block at step s
         self.finishing: list = []  # heap of (finish step, rid, epoch)
         self._needs = None  # the last decode run's cumulative block needs
+        self._decodes_allocated = -1  # the step whose decode blocks were last allocated (all of them)
+        self._walk_allocated: set = set()  # decodes given their block so far in a one-by-one walk
+
+    @property
+    def partial(self):
+        """The newest request mid-prefill, or None (with the threshold off there is at most one)."""
+        return self.partials[-1] if self.partials else None
+
+    @partial.setter
+    def partial(self, rid):
+        self.partials = [] if rid is None else [rid]
 
     # ---- queries ----------------------------------------------------------------------
     def has_work(self) -> bool:
@@ -169,6 +201,9 @@ class FCFSScheduler:
         cfg, bs = self.config, self.bs
         plan = StepPlan()
         budget = cfg.max_num_batched_tokens
+        # vLLM applies the threshold only when another request could use the budget
+        threshold = cfg.long_prefill_token_threshold if len(self.running) + len(self.waiting) > 1 else 0
+        self._walk_allocated = set()
         if self.n_decodes:
             need = self.by_phase[-step % bs]  # decodes whose context fills a block exactly
             if need <= self.free:
@@ -176,21 +211,43 @@ class FCFSScheduler:
                 self._evict_to_fit()
             else:
                 self._allocate_decodes_one_by_one(step, plan)
+            self._decodes_allocated = step
+            budget -= self.n_decodes
+        for rid in list(self.partials):
+            if budget <= 0:
+                break
+            if rid not in self.running:
+                continue  # preempted earlier in this step
+            c = self.prompt[rid] + self.outputs[rid] - self.computed[rid]
+            if 0 < threshold < c:
+                c = threshold
+            c = min(c, budget)
+            extra = self.pool.blocks_for(self.computed[rid] + c) - self.hit_blocks[rid] - self.held[rid]
+            while extra > self.free:
+                # FCFS: the newest running request (with the threshold off, this one itself);
+                # a priority policy may pick another, even one already scheduled this step
+                victim = self._pop_victim()
+                if self.status[victim] == DECODE:
+                    budget += 1
+                else:
+                    for j, (r, cv, _) in enumerate(plan.chunks):
+                        if r == victim:
+                            budget += cv
+                            del plan.chunks[j]
+                            break
+                self._preempt(victim, step, plan)
+                if victim == rid:
+                    break
+            if self.status[rid] == WAITING:
+                continue  # it preempted itself
+            self.free -= extra
+            self._evict_to_fit()
+            self.held[rid] += extra
+            plan.chunks.append((rid, c, self.computed[rid]))
+            budget -= c
+        if self.n_decodes:
             plan.decodes = self.n_decodes
             plan.decode_context = self.n_decodes * step + self.offset_sum
-            budget -= self.n_decodes
-        rid = self.partial
-        if rid is not None and budget > 0:
-            c = min(self.prompt[rid] + self.outputs[rid] - self.computed[rid], budget)
-            extra = self.pool.blocks_for(self.computed[rid] + c) - self.hit_blocks[rid] - self.held[rid]
-            if extra <= self.free:
-                self.free -= extra
-                self._evict_to_fit()
-                self.held[rid] += extra
-                plan.chunks.append((rid, c, self.computed[rid]))
-                budget -= c
-            else:  # it is the newest running request, so it preempts itself
-                self._preempt(self._pop_newest(), step, plan)
         if plan.preempted:
             return plan
         waiting, running = self.waiting, self.running
@@ -199,6 +256,8 @@ class FCFSScheduler:
             hit = min(self.prefix_blocks[rid], self.resident.get(self.group[rid], 0))
             cached = hit * bs
             c = self.prompt[rid] + self.outputs[rid] - cached
+            if 0 < threshold < c:
+                c = threshold
             if c > budget:
                 if not cfg.chunked_prefill:
                     break
@@ -242,10 +301,11 @@ class FCFSScheduler:
             done = cached + c
             self.computed[rid] = done
             if done < self.prompt[rid] + self.outputs[rid]:
-                self.partial = rid
+                if rid not in self.partials:
+                    self.partials.append(rid)
                 continue
-            if self.partial == rid:
-                self.partial = None
+            if rid in self.partials:
+                self.partials.remove(rid)
             self._cache_prefix(rid)
             self.outputs[rid] += 1
             if self.first_token_step[rid] < 0:
@@ -277,7 +337,7 @@ class FCFSScheduler:
         changes until a decode finishes or the pool runs out: the admission test (budget, sequence
         cap, free blocks) can only get harder while decodes grow. Arrivals to an empty queue are
         the caller's bound: the caller knows the clock."""
-        if self.partial is not None or not self.n_decodes:
+        if self.partials or not self.n_decodes:
             return 1
         heap, epoch = self.finishing, self.epoch
         while heap[0][2] != epoch[heap[0][1]]:
@@ -324,19 +384,25 @@ class FCFSScheduler:
         del self.running[rid]
         return rid
 
+    def _pop_victim(self) -> int:
+        """The running request to preempt when a step's blocks do not fit: vLLM's FCFS policy takes
+        the newest (`self.running.pop()`)."""
+        return self._pop_newest()
+
     def _preempt(self, rid, step, plan):
         """Recompute preemption: free every block, forget progress, back to the queue's front."""
         if self.status[rid] == DECODE:
             ctx = step + self.offset[rid]
             self._leave_decodes(rid)
-            self.free += self.pool.blocks_for(ctx) - self.hit_blocks[rid]
+            got_block = ctx % self.bs == 0 and (self._decodes_allocated == step or rid in self._walk_allocated)
+            self.free += self.pool.blocks_for(ctx) - self.hit_blocks[rid] + got_block  # this step's block too
             sampled = step - self.joined[rid]  # tokens sampled since (and including) the join step
             self.segments.append((rid, self.joined[rid], sampled))
             self.outputs[rid] += sampled - 1
         else:
             self.free += self.held[rid]
-            if self.partial == rid:
-                self.partial = None
+            if rid in self.partials:
+                self.partials.remove(rid)
         self._release(rid, step)
         self.held[rid] = 0
         self.computed[rid] = 0
@@ -347,23 +413,24 @@ class FCFSScheduler:
 
     def _allocate_decodes_one_by_one(self, step, plan):
         """The rare path: the decodes' new blocks do not all fit. Walk the running decodes in
-        admission order as vLLM does, preempting the newest request until each one fits."""
+        admission order as vLLM does, preempting a victim (`_pop_victim`: FCFS's newest) until each
+        one fits. Under FCFS a victim is always later in the walk, so skipping the preempted is the
+        same as vLLM's stopping at a request that preempted itself."""
         bs = self.bs
         for rid in list(self.running):
-            if self.status[rid] != DECODE:
-                break  # only the partial prefill can follow the decodes
-            if rid not in self.running:
-                break  # preempted from the tail: everything after it is gone too
+            if rid not in self.running or self.status[rid] != DECODE:
+                continue  # preempted in this walk, or a prefill (handled after the decodes)
             if (step + self.offset[rid]) % bs:
                 continue  # room left in its last block
             while self.free == 0:
-                victim = self._pop_newest()
+                victim = self._pop_victim()
                 self._preempt(victim, step, plan)
                 if victim == rid:
                     break
             if self.status[rid] != DECODE:
-                break
+                continue
             self.free -= 1
+            self._walk_allocated.add(rid)
             self._evict_to_fit()
 
     # ---- the prefix cache: shared blocks per group -------------------------------------------

@@ -12,10 +12,15 @@ reduce to a rise in a rate:
     power(n, p0, p1, alpha, control_ratio)                             probability the test fires
     exceedance_after_shift(samples, quantile, shift)                   rate above the old quantile
     simulated_power(n, p0, p1, alpha, trials, rng)                     the same test, counted by Monte Carlo
+    exact_power(n, p0, p1, alpha, control_ratio)                       the exact conditional test's power
+    exact_requests_needed(p0, p1, alpha, power, control_ratio)         ... and the requests it needs
 
 One-sided tests throughout: a canary gate only asks "is it worse?". Normal approximation to the
 binomial (the textbook sample-size formula, e.g. Fleiss, Statistical Methods for Rates and
-Proportions, 3rd ed., eq. 4.14); `simulated_power` checks it where counts are small.
+Proportions, 3rd ed., eq. 4.14); `simulated_power` checks it where counts are small. Where the
+expected counts are a dozen or two the z-test is liberal (it false-alarms more often than alpha);
+the exact conditional test (given the total count, the canary's share is binomial under "no
+change") holds alpha, and `exact_power` computes its power by exact summation, not by sampling.
 """
 
 from __future__ import annotations
@@ -110,3 +115,74 @@ def simulated_power(n: int, p0: float, p1: float, *, alpha: float = 0.025, contr
         with np.errstate(divide="ignore", invalid="ignore"):
             z = np.where(se > 0, (x1 / n - x0 / m) / se, 0.0)
     return float(np.mean(z > z_crit))
+
+
+def _log_factorials(n: int) -> np.ndarray:
+    return np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, n + 1)))])
+
+
+def _binom_pmf(n, p: float, k, lf: np.ndarray) -> np.ndarray:
+    """Binomial(n, p) pmf at k (arrays broadcast; entries with k > n are 0)."""
+    n, k = np.broadcast_arrays(np.asarray(n), np.asarray(k))
+    ok = k <= n
+    kk, nn = np.where(ok, k, 0), np.where(ok, n, 0)
+    logp = lf[nn] - lf[kk] - lf[nn - kk] + kk * math.log(p) + (nn - kk) * math.log1p(-p)
+    return np.where(ok, np.exp(logp), 0.0)
+
+
+def exact_power(n: int, p0: float, p1: float, *, alpha: float = 0.025, control_ratio: float = 1.0) -> float:
+    """Power of the one-sided exact conditional test (the binomial form of Fisher's test): given the
+    total count T = X1 + X0, reject "no change" when P(Binomial(T, n / (n + m)) >= X1) <= alpha.
+    Summed exactly over both arms' binomial counts (tails beyond 10 standard deviations dropped).
+    With p1 == p0 it returns the test's true size, at most alpha."""
+    if not 0 < p0 < 1 or not 0 < p1 < 1 or p1 < p0:
+        raise ValueError(f"need 0 < p0 <= p1 < 1, got p0={p0}, p1={p1}")
+    _check_test(alpha, None, control_ratio)
+    if math.isinf(control_ratio):
+        raise ValueError("the conditional test needs a finite control arm")
+    if not (isinstance(n, int) and n >= 1):
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    m = max(1, round(control_ratio * n))
+    hi1 = min(n, int(n * p1 + 10 * math.sqrt(n * p1) + 20))
+    hi0 = min(m, int(m * p0 + 10 * math.sqrt(m * p0) + 20))
+    lf = _log_factorials(max(n, m, hi1 + hi0))
+    x1, x0 = np.arange(hi1 + 1), np.arange(hi0 + 1)
+    f1, f0 = _binom_pmf(n, p1, x1, lf), _binom_pmf(m, p0, x0, lf)
+    t = np.arange(hi1 + hi0 + 1)[:, None]
+    pmf = _binom_pmf(t, n / (n + m), np.arange(hi1 + 1)[None, :], lf)
+    # upper[T, j] = P(Binomial(T, n / (n + m)) >= j) = 1 - P(<= j - 1), for j <= hi1
+    upper = 1.0 - np.concatenate([np.zeros((t.size, 1)), np.cumsum(pmf, axis=1)[:, :-1]], axis=1)
+    reject = upper[x1[:, None] + x0[None, :], x1[:, None]] <= alpha
+    return float(np.sum(f1[:, None] * f0[None, :] * reject))
+
+
+def exact_requests_needed(p0: float, p1: float, *, alpha: float = 0.025, power: float = 0.8,
+                          control_ratio: float = 1.0, step: int = 100) -> int:
+    """The smallest canary size on a grid of `step` requests at which the exact conditional test
+    reaches `power`, found by bracketing from the z-test's answer and bisecting. The exact test's
+    power is monotone in n only at scales above single requests (the counts are discrete); on a
+    grid of a hundred requests or more it is, at the sizes a canary uses."""
+    _check_rates(p0, p1)
+    _check_test(alpha, power, control_ratio)
+    if not (isinstance(step, int) and step >= 1):
+        raise ValueError(f"step must be an integer >= 1, got {step!r}")
+
+    def reaches(i: int) -> bool:
+        return exact_power(i * step, p0, p1, alpha=alpha, control_ratio=control_ratio) >= power
+
+    start = max(1, requests_needed(p0, p1, alpha=alpha, power=power, control_ratio=control_ratio) // step)
+    lo, hi, width = start, start, 1
+    if reaches(start):                       # bracket below: lo fails, hi reaches
+        while lo > 1 and reaches(lo):
+            hi, lo, width = lo, max(1, lo - width), 2 * width
+        if reaches(lo):
+            return lo * step
+    else:                                    # bracket above
+        while not reaches(hi):
+            lo, hi, width = hi, hi + width, 2 * width
+            if hi > 10**7:
+                raise ValueError("no canary size below 10^7 grid steps reaches the power")
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if reaches(mid) else (mid, hi)
+    return hi * step
