@@ -254,7 +254,7 @@ NEMOTRON_H_8B = Model(
     gated_mlp=False,  # squared-ReLU MLP: up and down only
     source="huggingface.co/nvidia/Nemotron-H-8B-Base-8K/blob/main/config.json (hybrid_override_pattern "
     "'M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-'); state shapes as vLLM computes them in "
-    "vllm-project/vllm@2afe1e8573cf51b73569ae1d35f59078a2032a91:vllm/model_executor/layers/mamba/mamba_utils.py "
+    "`vllm==0.33.0:vllm/model_executor/layers/mamba/mamba_utils.py` `conv_dim = intermediate_size + 2 * n_groups * state_size` "
     "(conv state (d_conv-1, d_inner + 2*n_groups*d_state), SSM state (heads, head_dim, d_state))",
 )
 

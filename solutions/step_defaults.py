@@ -32,9 +32,8 @@ class Interconnect:
     over n GPUs takes latency + 2 (n - 1) / n x m / bus bandwidth. The latency and the small-message
     bandwidth are fitted on measured decode-sized all-reduces (up to `large_from_bytes`); bigger
     messages run the bandwidth-optimal algorithms (vLLM's two-shot custom all-reduce below 8 MiB,
-    NCCL's ring above: `CustomAllreduce.should_custom_ar`, `max_size=8192 * 1024`,
-    vllm-project/vllm@0ad80649d36672284c95b5e1ae73447d9d5f207f:vllm/distributed/device_communicators/
-    custom_all_reduce.py), so with `large_bus_bytes_per_s` given, the bytes beyond the measured range
+    NCCL's ring above: `vllm==0.33.0:vllm/distributed/device_communicators/custom_all_reduce.py`
+    `max_size=8192 * 1024,`, checked in `def should_custom_ar(self, inp: torch.Tensor):`), so with `large_bus_bytes_per_s` given, the bytes beyond the measured range
     move at that bandwidth (continuous in the message size)."""
 
     latency_s: float

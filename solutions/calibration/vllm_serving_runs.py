@@ -3,9 +3,9 @@
 Nothing here was measured by this project. Every run is one `vllm bench serve` result block from
 GPUStack's performance lab (gpustack/gpustack, docs/performance-lab/, files and commits below):
 vLLM v0.11.0 started with defaults only (`vllm serve Qwen/Qwen3-8B`, BF16, one H100 SXM, so
-chunked prefill and prefix caching on, max_num_batched_tokens 8192 and max_num_seqs 1024:
-vllm-project/vllm@99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b:vllm/engine/arg_utils.py,
-EngineArgs._set_default_args, the ">= 70 GiB and not a100" branch), driven by
+chunked prefill and prefix caching on, max_num_batched_tokens 8192 and max_num_seqs 1024: the
+">= 70 GiB and not a100" branch, which vLLM 0.33.0 still has, `vllm==0.33.0:vllm/engine/arg_utils.py`
+`# For GPUs like H100 and H200, use larger offline defaults.`; v0.11.0's own source was not read), driven by
 `vllm bench serve --backend openai-chat --endpoint /v1/chat/completions` with the dataset below.
 
 Two kinds of run:

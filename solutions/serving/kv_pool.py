@@ -1,7 +1,8 @@
 """The KV block pool: how many fixed-size blocks of KV cache one replica has.
 
-vLLM carves the KV cache into blocks of `block_size` tokens (16 on CUDA unless an attention
-backend forces another: vllm-project/vllm@1c0d9ecf5bad600df3e001bf642dd48c5ed25cc6:vllm/platforms/cuda.py).
+vLLM carves the KV cache into blocks of `block_size` tokens (16 unless an attention backend or a
+hybrid model needs another: `vllm==0.33.0:vllm/config/cache.py` `DEFAULT_BLOCK_SIZE: ClassVar[int] = 16`,
+resolved by the platform, `vllm==0.33.0:vllm/platforms/interface.py` `cache_config.block_size = preferred`).
 The pool's bytes come from the kit's `solutions.capacity.kv_pool_bytes`, which sizes it the way
 vLLM's worker does (total x gpu_memory_utilization - weights - the profile run's non-KV memory).
 """

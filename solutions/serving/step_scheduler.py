@@ -1,7 +1,9 @@
 """A vLLM-v1-style scheduler: one token budget per step, running requests first, then FCFS.
 
-The policy, as vLLM's v1 `Scheduler.schedule` runs it
-(vllm-project/vllm@b4622cf924bc72504aed99e486062d6633fde39e:vllm/v1/core/sched/scheduler.py):
+The policy, as vLLM's v1 `Scheduler.schedule` runs it under the default FCFS policy
+(`vllm==0.33.0:vllm/v1/core/sched/scheduler.py` `preempted_req = self.running.pop()`, then
+`self._preempt_request(`, which sets `request.num_computed_tokens = 0` and calls
+`self.waiting.prepend_request(request)`):
 
 1. Running requests, in admission order, each get the tokens they still need (one for a decode,
    the rest of the prompt, capped by what is left of the budget, for a chunked prefill).
@@ -19,8 +21,10 @@ The policy, as vLLM's v1 `Scheduler.schedule` runs it
    reference) and is evicted, least recently used first, when an allocation needs its blocks.
 
 `max_num_batched_tokens >= max_num_seqs` is required (vLLM raises otherwise:
-vllm-project/vllm@01230b40128e570a58e54e75f7e55c4d5cd9246d:vllm/config/scheduler.py), and with
-`long_prefill_token_threshold` at its default 0 a partial prefill takes all the budget left. So
+`vllm==0.33.0:vllm/config/scheduler.py` `if self.max_num_batched_tokens < self.max_num_seqs:`), and
+with `long_prefill_token_threshold` at its default 0 (`vllm==0.33.0:vllm/config/scheduler.py`
+`long_prefill_token_threshold: int = Field(default=0, ge=0)`) a partial prefill takes all the
+budget left. So
 every running decode is scheduled every step, and at most one request is mid-prefill: the last
 admitted. The scheduler uses that to keep decodes as aggregates (count, sum of contexts, a
 histogram of block offsets, a heap of finish steps) and spends O(1) per step on them, not O(batch).
@@ -61,8 +65,8 @@ WAITING, PREFILL, DECODE, DONE = 0, 1, 2, 3
 @dataclass(frozen=True)
 class SchedulerConfig:
     """Defaults: vLLM's API-server defaults for a >= 70 GiB GPU that is not an A100 (H100, H200):
-    8192 batched tokens, 1024 sequences
-    (vllm-project/vllm@99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b:vllm/engine/arg_utils.py)."""
+    8192 batched tokens, 1024 sequences (`vllm==0.33.0:vllm/engine/arg_utils.py`
+    `# For GPUs like H100 and H200, use larger offline defaults.`, the OPENAI_API_SERVER entries)."""
 
     max_num_batched_tokens: int = 8192
     max_num_seqs: int = 1024
