@@ -184,9 +184,17 @@ def check(citation: Citation, root: Path) -> str | None:
     if not target.is_file():
         return f"{citation}: no such file in {citation.dist} {citation.version}"
     body = normalise(target.read_text(encoding="utf-8", errors="replace"))
-    if normalise(citation.fragment) not in body:
+    if not _holds(body, normalise(citation.fragment)):
         return f"{citation}: fragment `{citation.fragment}` is not in the file"
     return None
+
+
+def _holds(body: str, fragment: str) -> bool:
+    """The fragment occurs in the body as whole tokens at its ends: `default=0.9` is not in
+    `default=0.92`, nor `max_num_seqs` in `max_num_seqs_per_step`."""
+    start = r"(?<![\w.])" if fragment[:1].isalnum() or fragment[:1] == "_" else ""
+    end = r"(?![\w])" if fragment[-1:].isalnum() or fragment[-1:] == "_" else ""
+    return re.search(start + re.escape(fragment) + end, body) is not None
 
 
 def source_url(citation: Citation) -> str:
