@@ -365,9 +365,9 @@ def test_a_notebook_renders_short_answer_first_code_folded_rubric_extracted(tmp_
     may not have them all yet)."""
     from mkdocs.config import load_config
 
-    import site_hooks
-
     from PIL import Image
+
+    from site_build.notebooks import render_notebook
 
     buffer = io.BytesIO()
     Image.new("RGB", (2, 3), "white").save(buffer, "PNG")
@@ -393,7 +393,7 @@ def test_a_notebook_renders_short_answer_first_code_folded_rubric_extracted(tmp_
     path = tmp_path / "q99-demo.ipynb"
     path.write_text(json.dumps(nb), encoding="utf-8")
     config = load_config(str(ROOT / "mkdocs.yml"))
-    answer = site_hooks.render_notebook(path, config, "questions/demo/q99-demo/")
+    answer = render_notebook(path, config, "questions/demo/q99-demo/")
 
     assert "42 ms" in answer.short and "42 ms" not in answer.body
     assert "A title the page already has" not in answer.short + answer.body
