@@ -57,7 +57,7 @@ def on_files(files, config):
     for nb in doc_notebooks():
         files.append(File.generated(config, nb.stem + ".md", content=notebooks.doc_notebook_page(nb)))
     files.append(File.generated(config, BANK_JSON, content=mock_interview.bank_json(
-        questions, lambda q: _answer(q, config).rubric)))
+        questions, lambda q: _answer(q, config))))
     for src, uri in assets.mathjax_files():
         files.append(File.generated(config, uri, abs_src_path=str(src)))
     _build["browser_grader"] = False

@@ -7,11 +7,12 @@ import re
 
 from solutions.bank import TOPICS, Question
 
-from .chips import counts, difficulty_badge, graded_chip, progress, question_table, tag_chips
+from .chips import CONFIDENCE, counts, difficulty_badge, graded_chip, progress, question_table, tag_chips
 from .layout import MOCK_PAGE, TABLE_PAGE, by_topic, doc_notebooks, prompt_uri, topic_uri
 
 TOPIC_MAP_MARK = "<!-- topic-map -->"
 BANK_SUMMARY_MARK = "<!-- bank-summary -->"
+REVIEW_MARK = "<!-- review-queue -->"
 _ID_IN_TITLE = re.compile(r"^(q\d\d)\s*[:·.\-]\s*")
 
 
@@ -47,9 +48,23 @@ def bank_summary(questions) -> str:
     return f"**{counts(questions)}** across {topics} topics."
 
 
+def review_queue() -> str:
+    """The home page's review queue and progress file, filled and wired by study.js."""
+    return ('<section class="qb-review" data-search-exclude aria-label="Due for review">'
+            '<p class="qb-review__summary" aria-live="polite">Nothing is due: rate your confidence '
+            "at the end of a question page to put it in the queue.</p>"
+            '<ol class="qb-review__due"></ol>'
+            '<p class="qb-review__file"><button type="button" class="md-button" '
+            'data-progress="export">Export progress</button> '
+            '<label class="md-button qb-review__import">Import progress <input type="file" '
+            'accept=".json,application/json" data-progress="import"></label> '
+            '<span class="qb-review__saved" aria-live="polite"></span></p></section>')
+
+
 def home_page(markdown: str, questions) -> str:
     return (markdown.replace(TOPIC_MAP_MARK, topic_map(questions))
-            .replace(BANK_SUMMARY_MARK, bank_summary(questions)))
+            .replace(BANK_SUMMARY_MARK, bank_summary(questions))
+            .replace(REVIEW_MARK, review_queue()))
 
 
 def prompt_header(q: Question) -> str:
@@ -73,11 +88,13 @@ def practice(q: Question) -> str:
     """Done and confidence, kept in the browser; study.js wires them up."""
     levels = "".join(
         f'<label><input type="radio" name="qb-confidence" value="{v}"> {t}</label>'
-        for v, t in ((1, "shaky"), (2, "getting there"), (3, "could teach it")))
+        for v, t in CONFIDENCE)
     return (f'<section class="qb-practice" data-qid="{q.id}" data-search-exclude '
             'aria-label="Your progress">'
             '<p class="qb-practice__title">Your progress</p>'
             '<p><label><input type="checkbox" class="qb-practice__done"> I have worked this '
             "question</label></p>"
-            f'<fieldset class="qb-practice__confidence"><legend>Confidence</legend>{levels}</fieldset>'
+            f'<fieldset class="qb-practice__confidence"><legend>Confidence (sets the next '
+            f'review)</legend>{levels}</fieldset>'
+            '<p class="qb-practice__due"></p>'
             '<p class="qb-practice__saved" aria-live="polite"></p></section>\n')

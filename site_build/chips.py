@@ -8,6 +8,7 @@ from collections import Counter
 
 from solutions.bank import DIFFICULTIES, TOPICS, Question
 
+CONFIDENCE = ((1, "shaky"), (2, "getting there"), (3, "could teach it"))  # a reader's ratings
 EXCLUDE = "search-exclude"  # a custom element wrapping what search must skip (see excluded)
 
 

@@ -30,15 +30,20 @@ _H1_LINE = re.compile(r"^# .*$\n?", re.M)
 _H2 = re.compile(r"^## +(.+?)\s*#*\s*$", re.M)
 _HEADING_ID = re.compile(r'<(h[1-6])([^>]*?)\sid="([^"]*)"([^>]*)>')
 _REMOTE_LOAD = re.compile(r"""(?:\bsrc\s*=\s*["']?|import\(\s*["']|url\(\s*["']?)(?:https?:)?//""", re.I)
+# the rubric's last bullet, `- Common wrong turn: ...` (bold or not): shown as a warning
+WRONG_TURN = re.compile(r"^(?:\*\*|__)?Common wrong turn:?(?:\*\*|__)?:?\s*", re.I)
 _QUESTION_ID = re.compile(r"(?<![\w/#-])(q\d\d)(?![\w-])")
 
 
 @dataclass
 class Answer:
-    """A notebook rendered to HTML: its short answer (if it has one), the rest, its rubric."""
+    """A notebook rendered to HTML: its short answer (if it has one), the rest, its rubric: the
+    points a strong answer makes, and apart from them the common wrong turn (a warning to check
+    an answer against, never a point to score)."""
     short: str = ""
     body: str = ""
     rubric: list[str] = field(default_factory=list)
+    wrong_turn: str = ""
     has_math: bool = False
 
 
@@ -203,8 +208,13 @@ def render_notebook(path: Path, config, page_url: str, prefix: str = "answer-",
             answer.short = rendered
             continue
         if name.startswith("rubric"):
-            answer.rubric = [r.markdown(item).removeprefix("<p>").removesuffix("</p>")
-                             for item in rubric_items(cells)]
+            inline = lambda item: r.markdown(item).removeprefix("<p>").removesuffix("</p>")  # noqa: E731
+            for item in rubric_items(cells):
+                turn = WRONG_TURN.match(item)
+                if turn:
+                    answer.wrong_turn = inline(item[turn.end():])
+                else:
+                    answer.rubric.append(inline(item))
         body.append(rendered)
     answer.body = "\n".join(body)
     answer.has_math = r.has_math

@@ -7,7 +7,7 @@ import html
 
 from solutions.bank import DIFFICULTIES, TOPICS
 
-from .chips import counts, difficulty_badge, tag_chips
+from .chips import CONFIDENCE, counts, difficulty_badge, tag_chips
 from .layout import by_topic, page_url
 
 
@@ -24,12 +24,14 @@ def table_page(questions) -> str:
         options("difficulty", "Difficulty", [(d, d) for d in DIFFICULTIES]),
         options("tag", "Tag", [(t, t) for t in tags]),
         options("graded", "Graded", [("yes", "graded"), ("no", "not graded")]),
-        options("done", "Done", [("yes", "done"), ("no", "not done")])])
+        options("done", "Done", [("yes", "done"), ("no", "not done")]),
+        options("confidence", "Confidence", [(str(v), t) for v, t in CONFIDENCE] + [("0", "not rated")]),
+        options("due", "Review", [("now", "due today"), ("later", "due later"), ("none", "not in the queue")])])
     head = "".join(
         f'<th scope="col" aria-sort="none"><button type="button" data-sort="{key}">{label}</button></th>'
         for key, label in (("id", "Id"), ("title", "Question"), ("topic", "Topic"),
                            ("difficulty", "Difficulty"), ("tags", "Tags"), ("graded", "Graded"),
-                           ("done", "Done")))
+                           ("done", "Done"), ("confidence", "Confidence"), ("due", "Next review")))
     rows = []
     for q in questions:
         rows.append(
@@ -41,11 +43,14 @@ def table_page(questions) -> str:
             f'<td data-rank="{DIFFICULTIES.index(q.difficulty)}">{difficulty_badge(q.difficulty)}</td>'
             f'<td>{tag_chips(q.tags, "../")}</td>'
             f'<td>{"yes" if q.grader else "no"}</td>'
-            f'<td class="qb-done-cell">no</td></tr>')
+            f'<td class="qb-done-cell">no</td>'
+            '<td class="qb-confidence-cell" data-rank="0">not rated</td>'
+            '<td class="qb-due-cell"></td></tr>')
     return ("# All questions\n\n"
-            f"{counts(questions)}. Filter by topic, difficulty, tag, graded or done; sort by "
-            "any column. What you mark done and your confidence stay in this browser "
-            "(localStorage): nothing is sent anywhere.\n\n"
+            f"{counts(questions)}. Filter by topic, difficulty, tag, graded, done, confidence or "
+            "when a question is due for review; sort by any column. What you mark done, your "
+            "confidence and the review dates stay in this browser (localStorage): nothing is "
+            "sent anywhere ([how the review queue works](../index.md#review-queue)).\n\n"
             f'<form class="qb-filters" data-search-exclude>{filters} '
             '<button type="reset">Clear filters</button></form>\n\n'
             '<p class="qb-count" aria-live="polite"></p>\n\n'

@@ -229,7 +229,10 @@ def test_the_short_answer_comes_first_and_the_rubric_is_extracted(site, bank):
         else:
             assert 'class="qb-short"' not in answer, q.id
         bullets = [line for line in _section(nb, "rubric") or [] if re.match(r"^(?:[-*+]|\d+[.)])\s", line)]
-        assert len(table[q.id]["rubric"]) == len(bullets), f"{q.id}: rubric has {len(bullets)} bullets"
+        points, turn = table[q.id]["rubric"], table[q.id]["wrong_turn"]
+        assert len(points) + bool(turn) == len(bullets), f"{q.id}: rubric has {len(bullets)} bullets"
+        if bullets and "Common wrong turn" in bullets[-1]:
+            assert turn and not any("Common wrong turn" in p for p in points), q.id
         assert table[q.id]["url"] == f"questions/{q.topic}/{q.slug}/"
 
 
@@ -380,7 +383,7 @@ def test_a_notebook_renders_short_answer_first_code_folded_rubric_extracted(tmp_
         ("markdown", "## Derivation\n\nThe step time grows with the batch, as the plot shows."),
         ("code", "ax.set_title('Step time against batch')"),
         ("markdown", "## Rubric\n\n- names both operands\n- states units,\n  GB vs GiB\n"
-                     "- **wrong turn:** uses the PCIe peak\n\n## Sources\n\n- a datasheet"),
+                     "- Common wrong turn: uses the **PCIe** peak\n\n## Sources\n\n- a datasheet"),
     ]
     nb = {"cells": [{"cell_type": kind, "source": text, "metadata": {},
                      **({"outputs": [], "execution_count": 1} if kind == "code" else {})}
@@ -401,7 +404,8 @@ def test_a_notebook_renders_short_answer_first_code_folded_rubric_extracted(tmp_
     assert '<details class="qb-code">' in answer.body and "<details class=\"qb-code\" open" not in answer.body
     assert "x = 2</pre>" in answer.body and "\x1b" not in answer.body
     assert [re.sub(r"<[^>]+>", "", r) for r in answer.rubric] == [
-        "names both operands", "states units, GB vs GiB", "wrong turn: uses the PCIe peak"]
+        "names both operands", "states units, GB vs GiB"]
+    assert answer.wrong_turn == "uses the <strong>PCIe</strong> peak"
     img = refs(answer.body).images[0]
     assert img["alt"].startswith("Plot: Step time against batch. The step time grows")
     assert (img["width"], img["height"]) == ("2", "3")
@@ -678,41 +682,148 @@ def Counter_most_common_tag(bank) -> str:  # noqa: N802  (a helper named for wha
     return max(sorted(counts), key=lambda t: counts[t])
 
 
-def test_a_three_question_mock_interview_runs_start_to_finish(reader, bank):
+def test_a_mock_interview_scores_the_rubric_points_only_and_saves_the_result(reader, bank):
+    """A spoken round drawn to fit 30 minutes: every rubric point ticked scores 100%, the wrong
+    turn (a warning) changes no score; saving lists the result and rates each question."""
+    table = {d["id"]: d for d in json.loads(read_json_via(reader, "assets/questions.json"))}
     reader.open("mock-interview/")
-    reader.page.fill('input[name="count"]', "3")
+    reader.page.check('input[name="round"][value="spoken"]')
     reader.page.select_option('select[name="minutes"]', "30")
     reader.page.click(".qb-mock__setup button[type=submit]")
-    run = reader.page.locator(".qb-mock__run")
-    run.wait_for(state="visible")
+    reader.page.locator(".qb-mock__run").wait_for(state="visible")
+    status = reader.page.locator(".qb-mock__position").inner_text()
+    n, total = map(int, re.search(r"of (\d+) · about \d+ of (\d+) minutes", status).groups())
     seen = []
-    for i in range(3):
-        status = reader.page.locator(".qb-mock__position").inner_text()
-        assert status.startswith(f"Question {i + 1} of 3"), status
+    for i in range(n):
+        assert reader.page.locator(".qb-mock__position").inner_text().startswith(
+            f"Spoken round · question {i + 1} of {n}")
         assert reader.page.locator(".qb-mock__clock").inner_text().endswith("left")
-        title = reader.page.locator(".qb-mock__prompt h2").first.inner_text()
-        seen.append(title.split(" · ")[0])
+        seen.append(reader.page.locator(".qb-mock__prompt h2").first.inner_text().split(" · ")[0])
         assert not reader.page.locator(".qb-mock__prompt .qb-answer").count(), "answer shown early"
         reader.page.fill(".qb-mock__notes", f"notes for question {i + 1}")
         if i == 0:
             reader.screenshot("mock-prompt")
-        if i < 2:
+        if i < n - 1:
             reader.page.click('[data-mock="next"]')
-    assert len(set(seen)) == 3 and set(seen) <= {q.id for q in bank}, seen
+    assert len(set(seen)) == n and not any(table[i]["graded"] for i in seen), seen
+    assert total == sum(table[i]["minutes"] for i in seen) <= 30, (total, seen)
+    # the draw fills the budget: no question left out would still have fitted
+    left = min(d["minutes"] for d in table.values() if not d["graded"] and d["id"] not in seen)
+    assert total + left > 30, (total, left)
     reader.page.click('[data-mock="finish"]')
     review = reader.page.locator(".qb-mock__review")
     review.wait_for(state="visible")
-    answers = review.locator(".qb-mock__answer")
-    assert answers.count() == 3
-    table = {d["id"]: d for d in json.loads(reader.page.evaluate(
-        "() => fetch('../assets/questions.json').then((r) => r.text())"))}
+    assert review.locator(".qb-mock__answer").count() == n
     boxes = review.locator(".qb-rubric input")
-    want = sum(max(1, len(table[i]["rubric"])) for i in seen)
-    assert boxes.count() == want
-    boxes.first.check()
-    assert review.locator(".qb-mock__score").inner_text().startswith(f"Score: 1 of {want}")
-    assert "notes for question 1" in answers.first.inner_text()
+    points = sum(len(table[i]["rubric"]) for i in seen)
+    assert boxes.count() == points, "a rubric box that is not a point (the wrong turn?)"
+    assert review.locator(".qb-wrong-turn").count() == sum(bool(table[i]["wrong_turn"]) for i in seen)
+    for k in range(boxes.count()):
+        boxes.nth(k).check()
+    score = review.locator(".qb-mock__score")
+    assert score.inner_text().startswith(f"Score: {points} of {points} rubric points (100%)"), score.inner_text()
+    review.locator(".qb-wrong-turn input").first.check()  # the first answer took its wrong turn
+    assert "(100%)" in score.inner_text() and "Wrong turns taken: 1" in score.inner_text()
+    assert "notes for question 1" in review.locator(".qb-mock__answer").first.inner_text()
     reader.screenshot("mock-review")
+    review.locator('[data-mock="save"]').click()
+    rated = json.loads(reader.page.evaluate("() => localStorage.getItem('qb-progress-v1')"))
+    assert rated[seen[0]]["confidence"] == 1, "the wrong turn did not mark the question shaky"
+    assert all(rated[i]["confidence"] == 3 for i in seen[1:]), rated
+    reader.page.reload()
+    reader.page.wait_for_load_state("load")
+    past = reader.page.locator(".qb-mock__results tbody tr")
+    past.first.wait_for()
+    assert past.count() == 1 and "100%" in past.first.inner_text(), past.first.inner_text()
+    assert seen[0] in past.first.inner_text()
+    # a coding round draws the graded exercises only, each given its own longer slot
+    reader.page.check('input[name="round"][value="coding"]')
+    reader.page.select_option('select[name="minutes"]', "90")
+    reader.page.click(".qb-mock__setup button[type=submit]")
+    reader.page.locator(".qb-mock__run").wait_for(state="visible")
+    status = reader.page.locator(".qb-mock__position").inner_text()
+    title = reader.page.locator(".qb-mock__prompt h2").first.inner_text().split(" · ")[0]
+    assert status.startswith("Coding round") and table[title]["graded"], (status, title)
+    assert reader.page.locator(".qb-mock__coding a").count() == 1
+    reader.assert_clean()
+
+
+def read_json_via(reader, path: str) -> str:
+    reader.open()
+    return reader.page.evaluate(f"() => fetch('{path}').then((r) => r.text())")
+
+
+def test_a_shaky_question_is_due_the_next_day_and_leaves_the_queue_when_reviewed(reader, bank):
+    """The Leitner rule against a fixed clock: shaky comes back the next day, could teach it in a
+    week; reviewing a due question takes it out of today's queue. The table shows and filters
+    confidence and due date."""
+    import datetime
+
+    shaky, sure = bank[0], bank[1]
+    day1 = datetime.datetime(2030, 3, 4, 9, 0)
+    reader.page.clock.install(time=day1)  # time flows from 9:00 on day 1
+    for q, level in ((shaky, 1), (sure, 3)):
+        reader.open(page_of(q).removesuffix("index.html"))
+        reader.page.check(f'input[name="qb-confidence"][value="{level}"]')
+    assert reader.page.locator(".qb-practice__due").inner_text() == "Next review: 2030-03-11."
+    reader.open()
+    summary = reader.page.locator(".qb-review__summary")
+    reader.page.wait_for_function("() => document.querySelector('.qb-review__summary').textContent.includes('2 questions')")
+    assert summary.inner_text() == "Nothing is due today (2 questions in the queue).", summary.inner_text()
+
+    reader.page.clock.set_system_time(day1 + datetime.timedelta(days=1))
+    reader.open()
+    reader.page.wait_for_function("() => document.querySelector('.qb-review__due li')")
+    due = reader.page.locator(".qb-review__due li")
+    assert due.count() == 1 and due.first.inner_text().startswith(f"{shaky.id} · "), due.all_inner_texts()
+    reader.screenshot("review-due", full_page=False)
+    reader.open("questions/?due=now")
+    reader.page.wait_for_function("() => document.querySelector('.qb-count').textContent.includes('1 of')")
+    assert _visible_ids(reader) == [shaky.id]
+    row = reader.page.locator(f'.qb-question-table tr[data-qid="{shaky.id}"]')
+    assert row.locator(".qb-confidence-cell").inner_text() == "shaky"
+    assert row.locator(".qb-due-cell").inner_text() == "2030-03-05 (due)"
+    reader.page.select_option('select[name="due"]', "")
+    reader.page.select_option('select[name="confidence"]', "3")
+    assert _visible_ids(reader) == [sure.id]
+    reader.screenshot("table-review-columns", full_page=False)
+
+    reader.open(page_of(shaky).removesuffix("index.html"))  # the review: better now
+    assert "Due for review today" in reader.page.locator(".qb-practice__due").inner_text()
+    reader.page.check('input[name="qb-confidence"][value="2"]')
+    assert reader.page.locator(".qb-practice__due").inner_text() == "Next review: 2030-03-08."
+    reader.open()
+    reader.page.wait_for_function("() => document.querySelector('.qb-review__summary').textContent.includes('Nothing is due')")
+    assert reader.page.locator(".qb-review__due li").count() == 0
+    reader.assert_clean()
+
+
+def test_progress_exports_to_a_file_and_imports_back(reader, bank, tmp_path):
+    q = bank[2]
+    reader.open(page_of(q).removesuffix("index.html"))
+    reader.page.locator(".qb-practice__done").check()
+    reader.page.check('input[name="qb-confidence"][value="2"]')
+    before = reader.page.evaluate("() => localStorage.getItem('qb-progress-v1')")
+    reader.open()
+    with reader.page.expect_download() as download:
+        reader.page.click('[data-progress="export"]')
+    saved = tmp_path / download.value.suggested_filename
+    download.value.save_as(saved)
+    assert json.loads(saved.read_text())["keys"]["qb-progress-v1"] == before
+    reader.page.evaluate("() => localStorage.clear()")
+    reader.page.reload()
+    reader.page.wait_for_load_state("load")
+    reader.page.set_input_files('input[data-progress="import"]', str(saved))
+    reader.page.wait_for_function("() => document.querySelector('.qb-review__saved').textContent.startsWith('Imported')")
+    assert reader.page.evaluate("() => localStorage.getItem('qb-progress-v1')") == before
+    bad = tmp_path / "not-progress.json"
+    bad.write_text('{"some": "file"}')
+    reader.page.set_input_files('input[data-progress="import"]', str(bad))
+    reader.page.wait_for_function("() => document.querySelector('.qb-review__saved').textContent.startsWith('Not imported')")
+    assert reader.page.evaluate("() => localStorage.getItem('qb-progress-v1')") == before
+    reader.open(page_of(q).removesuffix("index.html"))
+    assert reader.page.locator(".qb-practice__done").is_checked()
+    assert reader.page.locator('input[name="qb-confidence"][value="2"]').is_checked()
     reader.assert_clean()
 
 
