@@ -91,7 +91,8 @@ class _Renderer:
         dims = f' width="{width}" height="{height}"' if width and height else ""
         return (f'<figure class="qb-plot"><a href="{sharp}" title="Open the plot full size">'
                 f'<img src="{src}"{srcset} alt="{alt(code, self.caption, k, n)}"{dims} '
-                f'loading="lazy" decoding="async"></a></figure>')
+                f'loading="lazy" decoding="async"></a>'
+                '<figcaption>Tap the plot to open it full size.</figcaption></figure>')
 
     def _file(self, data: bytes, ext: str) -> str:
         """Serve `data` as a plot file named by its content; its URL from this page."""

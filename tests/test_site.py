@@ -895,28 +895,51 @@ def test_search_finds_a_question_by_its_key_terms(reader, bank, term):
 
 PHONE = r"""() => {
   const article = document.querySelector('article');
-  const scrolls = (el) => {
+  const view = document.documentElement.clientWidth;
+  const scroller = (el) => {
     for (let e = el.parentElement; e && e !== article; e = e.parentElement) {
-      if (['auto', 'scroll'].includes(getComputedStyle(e).overflowX)) return true;
+      if (['auto', 'scroll'].includes(getComputedStyle(e).overflowX) && e.scrollWidth > e.clientWidth + 1) return e;
     }
-    return false;
+    return null;
   };
-  const wide = [...article.querySelectorAll('*')].filter((el) => {
+  const wide = [], uncued = [];
+  for (const el of article.querySelectorAll('*')) {
     const r = el.getBoundingClientRect();
-    return r.width > 0 && r.right > document.documentElement.clientWidth + 1 && !scrolls(el);
-  }).map((el) => el.tagName + '.' + el.className);
-  const plots = [...article.querySelectorAll('figure.qb-plot img')].map((img) => img.clientWidth);
-  const pres = [...article.querySelectorAll('pre.qb-out')].map((p) => getComputedStyle(p).whiteSpace);
-  return {page: document.documentElement.scrollWidth, view: document.documentElement.clientWidth,
-          wide, plots, pres};
+    if (!(r.width > 0 && r.right > view + 1)) continue;
+    const box = scroller(el);
+    const name = el.tagName + '.' + el.className;
+    if (!box) { wide.push(name); continue; }
+    const cue = box.hasAttribute('data-qb-overflows') && getComputedStyle(box).backgroundImage.includes('gradient');
+    if (!cue) uncued.push(name + ' in ' + box.tagName + '.' + box.className);
+  }
+  const plots = [...article.querySelectorAll('figure.qb-plot img')].map((img) => img.getBoundingClientRect().width);
+  const pres = [...article.querySelectorAll('pre.qb-out:not(.qb-exercise__report)')].map((p) => getComputedStyle(p).whiteSpace);
+  const reports = [...article.querySelectorAll('pre.qb-exercise__report')].map((p) => getComputedStyle(p).whiteSpace);
+  let cells = 0;  // question titles with a word split over two lines
+  for (const a of article.querySelectorAll('.qb-question-table td:nth-child(2) a')) {
+    const text = a.firstChild;
+    if (!text || text.nodeType !== 3) continue;
+    for (const m of text.data.matchAll(/[^\s\/\u2010-\u2014-]+/g)) {  // a hyphen or a slash may break
+      const range = document.createRange();
+      range.setStart(text, m.index);
+      range.setEnd(text, m.index + m[0].length);
+      if (new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size > 1) { cells++; break; }
+    }
+  }
+  return {page: document.documentElement.scrollWidth, view, wide, uncued, plots, pres, reports, cells};
 }"""
 
 
-def test_a_phone_reader_gets_readable_plots_and_sideways_scrolling(chromium, server, showcase, bank):
+def test_a_phone_reader_sees_whole_plots_and_a_cue_on_what_scrolls(chromium, server, showcase, bank):
+    """At 390 px: plots scale to the screen (a tap opens them full size), and anything wider
+    than the screen sits in a box that scrolls and shows the cue; the question table does not
+    break a title mid-word."""
     reader = Reader(chromium, server, width=390, scale=3)
-    for path in ("", page_of(showcase).removesuffix("index.html")):
+    graded = next((q for q in bank if q.grader), showcase)
+    for path in ("", page_of(showcase).removesuffix("index.html"), "questions/",
+                 page_of(graded).removesuffix("index.html")):
         reader.open(path)
-        if path:
+        if "/q" in path:
             reader.page.click("details.qb-answer > summary")
             reader.typeset()
             plot = reader.page.locator("figure.qb-plot img").first
@@ -925,12 +948,18 @@ def test_a_phone_reader_gets_readable_plots_and_sideways_scrolling(chromium, ser
             sharp = plot.get_attribute("srcset").split(", ")[1].split(" ")[0]
             assert plot.evaluate("(img) => img.currentSrc").endswith(sharp.lstrip("./")), \
                 "a 3x phone got the 1x plot"
+            assert plot.evaluate("(img) => img.closest('a').getAttribute('href')") == sharp, "no tap to zoom"
+        reader.page.wait_for_timeout(300)  # the cues are marked once a box has its size
         found = reader.page.evaluate(PHONE)
         assert found["page"] <= found["view"], f"/{path}: the page scrolls sideways: {found['wide'][:5]}"
         assert not found["wide"], f"/{path}: content wider than the phone: {found['wide'][:5]}"
-        assert all(w >= 500 for w in found["plots"]), f"plots shrink to {found['plots']} px"
+        assert not found["uncued"], f"/{path}: scrolls sideways with no cue: {found['uncued'][:5]}"
+        assert all(w <= found["view"] for w in found["plots"]), f"plots {found['plots']} px on a {found['view']} px phone"
         assert set(found["pres"]) <= {"pre"}, "printed output wraps"
-        reader.screenshot("phone-" + (showcase.id if path else "home"))
+        assert set(found["reports"]) <= {"pre-wrap"}, "a grader report does not wrap"
+        assert found["cells"] == 0, f"{found['cells']} question titles break mid-word"
+        name = path.rstrip("/").rsplit("/", 1)[-1].split("-")[0] if "/q" in path else path.strip("/") or "home"
+        reader.screenshot(f"phone-{name}")
     reader.assert_clean()
 
 

@@ -614,8 +614,27 @@
     if (content) new MutationObserver(() => focusable(content)).observe(content, {childList: true, subtree: true});
   }
 
+  // -- a visible cue on what scrolls sideways (site.css draws it on [data-qb-overflows]) ---------
+  const SCROLLERS = ".md-typeset__scrollwrap, .md-typeset table:not([class]), pre.qb-out, .qb-out-html, .qb-table, div.arithmatex, " +
+    'mjx-container[display="true"], .md-typeset pre > code, .qb-exercise__report';
+  function scrollCues() {
+    const mark = (el) => el.toggleAttribute("data-qb-overflows", el.scrollWidth > el.clientWidth + 1);
+    const watched = new WeakSet();
+    const resize = new ResizeObserver((entries) => entries.forEach((e) => mark(e.target)));
+    const watch = () => document.querySelectorAll(SCROLLERS).forEach((el) => {
+      if (!watched.has(el)) { watched.add(el); resize.observe(el); }
+      mark(el);
+    });
+    watch();
+    document.addEventListener("toggle", () => requestAnimationFrame(watch), true);
+    const content = document.querySelector(".md-content");
+    if (content) new MutationObserver(() => requestAnimationFrame(watch)).observe(content, {childList: true, subtree: true});
+    if (window.MathJax && MathJax.startup && MathJax.startup.promise) MathJax.startup.promise.then(watch);
+  }
+
   // Material loads this script at the end of <body>: the page is parsed.
   accessible();
+  scrollCues();
   progressFileButtons();
   practiceWidget();
   exercise();
