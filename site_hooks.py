@@ -12,7 +12,7 @@ from pathlib import Path
 from mkdocs.structure.files import File
 from mkdocs.utils import get_relative_url
 
-from site_build import assets, bank_pages, exercises, mock_interview, notebooks, question_table
+from site_build import assets, bank_pages, exercises, mock_interview, notebooks, question_table, search
 from site_build.layout import (BANK_JSON, MATHJAX_DIR, MOCK_PAGE, ROOT, TABLE_PAGE, answer_uri, bank,
                                by_topic, doc_notebooks, page_url, prompt_uri, topic_uri)
 
@@ -123,6 +123,7 @@ def on_post_page(output, page, config):
 
 def on_post_build(config):
     site = Path(config["site_dir"])
+    search.add_answers(site, [(page_url(q), _answer(q, config)) for q in _build["questions"]])
     for name, data in _build.get("plots", {}).items():
         (site / name).parent.mkdir(parents=True, exist_ok=True)
         (site / name).write_bytes(data)

@@ -44,6 +44,7 @@ class Answer:
     body: str = ""
     rubric: list[str] = field(default_factory=list)
     wrong_turn: str = ""
+    prose: list[tuple[str, str]] = field(default_factory=list)  # (section heading, prose HTML)
     has_math: bool = False
 
 
@@ -67,6 +68,7 @@ class _Renderer:
         self.where, self.page_url, self.plots = where, page_url, plots
         self.has_math = False
         self.caption = ""  # the last prose before a plot: its alt text
+        self.prose_parts: list[str] = []  # the HTML of prose and Markdown outputs, never code
 
     def markdown(self, text: str) -> str:
         self.md.reset()
@@ -76,7 +78,9 @@ class _Renderer:
 
     def prose(self, text: str) -> str:
         self.caption = plain(text)
-        return f'<div class="qb-nb-md">{self.markdown(text)}</div>'
+        out = self.markdown(text)
+        self.prose_parts.append(out)
+        return f'<div class="qb-nb-md">{out}</div>'
 
     def plot(self, data: bytes, ext: str, code: str, k: int, n: int, meta: dict) -> str:
         size = png_size(data) if ext == "png" else None
@@ -119,7 +123,9 @@ class _Renderer:
                 return self.plot(blob, ext, code, images.index(id(out)) + 1, len(images),
                                  meta.get(mime, {}))
         if "text/markdown" in data:
-            return f'<div class="qb-nb-md qb-out-md">{self.markdown(cell_text(data["text/markdown"]))}</div>'
+            out = self.markdown(cell_text(data["text/markdown"]))
+            self.prose_parts.append(out)
+            return f'<div class="qb-nb-md qb-out-md">{out}</div>'
         if "text/html" in data:
             return f'<div class="qb-out-html" tabindex="0">{cell_text(data["text/html"])}</div>'
         if "text/latex" in data:
@@ -195,6 +201,7 @@ def render_notebook(path: Path, config, page_url: str, prefix: str = "answer-",
     body = []
     for heading, cells in sections(nb.get("cells", [])):
         html_cells = []
+        first_prose = len(r.prose_parts)
         for cell in cells:
             if cell["cell_type"] == "markdown":
                 text = cell_text(cell["source"])
@@ -204,6 +211,7 @@ def render_notebook(path: Path, config, page_url: str, prefix: str = "answer-",
             elif cell["cell_type"] == "code":
                 html_cells.append(r.code(cell))
         rendered = "\n".join(c for c in html_cells if c)
+        answer.prose.append((heading, "\n".join(r.prose_parts[first_prose:])))
         name = heading.lower()
         if name.startswith("short answer") and not answer.short:
             answer.short = rendered

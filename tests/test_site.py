@@ -346,21 +346,38 @@ def test_every_internal_link_and_asset_resolves(site):
     assert not broken, "\n".join(broken)
 
 
-def test_search_indexes_prompts_and_ids_but_not_answers(site, bank):
+def test_search_indexes_prompts_and_ids_and_answers_prose_apart(site, bank):
+    """A question page's own entries hold its prompt, never its answer; the answer's prose comes
+    in entries of its own, titled as answers, without its code or printed output."""
     docs = json.loads(read(site, "search/search_index.json"))["docs"]
     for q in bank:
         location = f"questions/{q.topic}/{q.slug}/"
-        texts = [d for d in docs if d["location"].split("#")[0] == location]
+        mine = [d for d in docs if d["location"].split("#")[0] == location]
+        texts = [d for d in mine if d["title"] != "Answer"]
+        answers = [d for d in mine if d["title"] == "Answer"]
         assert texts, f"{q.id} is not in the search index"
         indexed = " ".join(d["title"] + " " + d["text"] for d in texts)
         assert all(tag in indexed for tag in q.tags), q.id
         assert q.id in texts[0]["title"], f"{q.id}: not in its page's indexed title"
-        outputs = [line.strip() for c in _notebook(q)["cells"] for o in c.get("outputs", [])
+        nb = _notebook(q)
+        outputs = [line.strip() for c in nb["cells"] for o in c.get("outputs", [])
                    if o.get("output_type") == "stream" for line in "".join(o["text"]).splitlines()
                    if len(line.strip()) > 30]
         leaked = [s for s in ["Reference answer", "execute_notebooks", "Your progress", *outputs[:3]]
                   if s in indexed]
-        assert not leaked, f"{q.id}: the answer leaked into the search index: {leaked}"
+        assert not leaked, f"{q.id}: the answer leaked into the prompt's entries: {leaked}"
+        assert [d["location"] for d in answers] == [location + "#answer"], f"{q.id}: answer not indexed once"
+        # words only the code or the printed output uses are not in the answer's entry
+        tokens = lambda text: {w.lower() for w in re.split(r"[^A-Za-z0-9_]+", text) if len(w) > 3}  # noqa: E731
+        prose = tokens(" ".join([q.title, q.body, *q.tags, *(_source(c) for c in nb["cells"] if c["cell_type"] == "markdown"),
+                                 *("".join(o["data"]["text/markdown"]) for c in nb["cells"] for o in c.get("outputs", [])
+                                   if "text/markdown" in o.get("data", {}))]))
+        only_code = tokens(" ".join(_source(c) for c in nb["cells"] if c["cell_type"] == "code")) - prose
+        only_output = tokens(" ".join(outputs)) - prose
+        entry = tokens(html_lib.unescape(answers[0]["text"]))
+        assert not entry & only_code, f"{q.id}: code indexed: {sorted(entry & only_code)[:5]}"
+        assert not entry & only_output, f"{q.id}: printed output indexed: {sorted(entry & only_output)[:5]}"
+        assert only_code, f"{q.id}: the check above cannot fail"
 
 
 def test_a_notebook_renders_short_answer_first_code_folded_rubric_extracted(tmp_path):
@@ -521,11 +538,11 @@ class Reader:
         self.page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
         self.page.evaluate("() => MathJax.startup.promise")
 
-    def screenshot(self, name: str, full_page: bool = True):
+    def screenshot(self, name: str, full_page: bool = True, scale: str = "device"):
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         if full_page:
             self.page.evaluate("() => window.scrollTo(0, 0)")
-        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page)
+        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page, scale=scale)
 
     def assert_clean(self):
         assert not self.outside, f"requests left localhost: {self.outside}"
@@ -893,6 +910,46 @@ def test_search_finds_a_question_by_its_key_terms(reader, bank, term):
     reader.assert_clean()
 
 
+def _discusses(q, term: str) -> bool:
+    """Whether a question's prompt or its answer's prose (Markdown cells and Markdown outputs,
+    not code) uses `term` as a word."""
+    nb = _notebook(q)
+    prose = [q.title, q.body] + [_source(c) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    prose += ["".join(o["data"]["text/markdown"]) for c in nb["cells"] for o in c.get("outputs", [])
+              if "text/markdown" in o.get("data", {})]
+    return bool(re.search(rf"(?<![A-Za-z0-9]){re.escape(term)}(?![a-z0-9])", " ".join(prose), re.I))
+
+
+def test_search_finds_every_answer_that_discusses_tpot(reader, bank):
+    expected = {q.slug for q in bank if _discusses(q, "TPOT")}
+    assert len(expected) >= 2, expected
+    reader.open()
+    reader.page.click(".md-search__input")
+    reader.page.keyboard.type("TPOT", delay=20)
+    items = reader.page.locator(".md-search-result__item")
+    items.first.wait_for()
+    count, stable = -1, 0
+    while stable < 3:  # Material renders ten results more each time the list is scrolled down
+        stable = stable + 1 if items.count() == count else 0
+        count = items.count()
+        items.last.scroll_into_view_if_needed()
+        reader.page.mouse.wheel(0, 2000)  # as a reader scrolls: Material listens for it
+        reader.page.wait_for_timeout(400)
+    hrefs = reader.page.eval_on_selector_all(
+        ".md-search-result__item a", "(links) => links.map((a) => a.getAttribute('href'))")
+    found = {urlparse(h).path.rstrip("/").rsplit("/", 1)[-1] for h in hrefs}
+    assert expected <= found, f"searching TPOT missed {sorted(expected - found)}"
+    labels = [t.strip() for t in reader.page.locator(
+        ".md-search-result__article h1, .md-search-result__article h2").all_text_contents()]
+    assert "Answer" in labels, labels[:10]  # an answer hit says so
+    reader.screenshot("search-tpot", full_page=False)
+    hit = next(h for h in hrefs if "#answer" in h)
+    reader.page.goto(hit)
+    reader.page.wait_for_load_state("load")
+    assert reader.page.locator("details.qb-answer").evaluate("(d) => d.open"), "an answer hit lands on a folded answer"
+    reader.assert_clean()
+
+
 PHONE = r"""() => {
   const article = document.querySelector('article');
   const view = document.documentElement.clientWidth;
@@ -942,6 +999,7 @@ def test_a_phone_reader_sees_whole_plots_and_a_cue_on_what_scrolls(chromium, ser
         if "/q" in path:
             reader.page.click("details.qb-answer > summary")
             reader.typeset()
+        if "/q" in path and path != page_of(graded).removesuffix("index.html"):
             plot = reader.page.locator("figure.qb-plot img").first
             plot.scroll_into_view_if_needed()
             reader.page.wait_for_function("(img) => img.complete && img.currentSrc", arg=plot.element_handle())
@@ -959,7 +1017,10 @@ def test_a_phone_reader_sees_whole_plots_and_a_cue_on_what_scrolls(chromium, ser
         assert set(found["reports"]) <= {"pre-wrap"}, "a grader report does not wrap"
         assert found["cells"] == 0, f"{found['cells']} question titles break mid-word"
         name = path.rstrip("/").rsplit("/", 1)[-1].split("-")[0] if "/q" in path else path.strip("/") or "home"
-        reader.screenshot(f"phone-{name}")
+        plots = reader.page.locator("figure.qb-plot img")
+        if "/q" in path and plots.count():  # a long page at 3x is too big to take whole: a plot
+            plots.first.scroll_into_view_if_needed()
+        reader.screenshot(f"phone-{name}", full_page="/q" not in path, scale="css")
     reader.assert_clean()
 
 

@@ -218,6 +218,16 @@
     });
   }
 
+  // -- a link into the folded answer (a search hit in it) opens the answer -----------------------
+  function openLinkedAnswer() {
+    const id = decodeURIComponent(location.hash.slice(1));
+    const target = id && document.getElementById(id);
+    const answer = target && target.closest("details.qb-answer");
+    if (!answer) return;
+    answer.open = true;
+    (target.closest("h2, h3, h4") || target).scrollIntoView();
+  }
+
   // -- answers: every code cell at once --------------------------------------------------------
   function codeToggles() {
     for (const button of document.querySelectorAll(".qb-code-toggle")) {
@@ -634,6 +644,8 @@
 
   // Material loads this script at the end of <body>: the page is parsed.
   accessible();
+  openLinkedAnswer();
+  window.addEventListener("hashchange", openLinkedAnswer);
   scrollCues();
   progressFileButtons();
   practiceWidget();
