@@ -11,7 +11,7 @@ from pathlib import Path
 
 from graders.sandbox import Sandbox
 
-REFERENCE = Path(__file__).resolve().parents[1] / "solutions" / "block_allocator.py"
+REFERENCE = Path(__file__).resolve().parents[1] / "solutions" / "exercises" / "block_allocator.py"
 N = 20_000
 
 

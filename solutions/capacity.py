@@ -37,9 +37,13 @@ TORCH_TOTAL_MEMORY_SOURCE = (
     "keeps a few hundred MiB that torch never sees"
 )
 
-# vLLM's default share of GPU memory: vllm-project/vllm@c1d86421174a87056edc90a41dc9942391509e84:
-# vllm/config/cache.py, CacheConfig.gpu_memory_utilization = Field(default=0.9, ...).
-VLLM_GPU_MEMORY_UTILIZATION = 0.9
+# vLLM's default share of GPU memory at the pinned release:
+# `vllm==0.33.0:vllm/config/cache.py` `gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1)`.
+# From that budget the worker takes the profiled non-KV memory and, by default, a profiled CUDA-graph
+# estimate (`vllm==0.33.0:vllm/envs.py` `VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS: bool = True`;
+# `vllm==0.33.0:vllm/v1/worker/gpu_worker.py` `- cudagraph_memory_estimate_applied`): the kit's
+# `non_kv_bytes` below stands for both.
+VLLM_GPU_MEMORY_UTILIZATION = 0.92
 
 def total_memory_bytes(gpu: GPU) -> float:
     """The total an engine sizes its pool from: torch's figure where known, else the datasheet
@@ -55,8 +59,14 @@ def kv_pool_bytes(
     weight_dtype: str = "bf16",
 ) -> float:
     """KV pool the way vLLM's worker sizes it: total x utilization, minus the weights, minus
-    everything else the profile run measures (activation peak, CUDA graphs, NCCL, allocator).
-    `non_kv_bytes` is that "everything else": an assumption here, a measurement in vLLM."""
+    everything else the profile run measures (activation peak, memory outside torch such as NCCL
+    buffers) and the CUDA-graph estimate it subtracts by default. `non_kv_bytes` is that
+    "everything else": an assumption here, a measurement in vLLM, which logs the result as
+    "Available KV cache memory". The default 2 GiB is of the size published start-up logs show for
+    models of 10-15 GiB of weights: activation peak 1.0-1.8 GiB and 0.33 GiB outside torch for 10.8 GiB
+    of weights (vllm-project/vllm#14452,
+    a V0 log), a CUDA-graph estimate of 0.36 GiB for 16 capture sizes (gpustack/runner#251,
+    "Estimated CUDA graph memory: 0.36 GiB total"); more capture sizes take more."""
     if not 0 < gpu_memory_utilization <= 1:
         raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}")
     if non_kv_bytes < 0:

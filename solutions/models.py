@@ -260,7 +260,7 @@ NEMOTRON_H_8B = Model(
 
 MODELS[NEMOTRON_H_8B.name] = NEMOTRON_H_8B
 
-# Qwen3 dense models, for the published vLLM runs in solutions/fidelity_serving.py. Their per-head
+# Qwen3 dense models, for the published vLLM runs in solutions/calibration/vllm_serving_runs.py. Their per-head
 # q/k RMSNorm weights (2 x 128 per layer) are left out: under 0.001% of the parameters.
 QWEN3_8B = Model(
     name="Qwen3 8B",

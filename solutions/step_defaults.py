@@ -7,18 +7,62 @@ on measurements they were not fitted on.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from solutions import calibration as cal
-from solutions.calibration import A100_FIT
 from solutions.hardware import GPU
 from solutions.roofline import Efficiency
-from solutions.step_model import Interconnect, KernelFit
+
+
+@dataclass(frozen=True)
+class KernelFit:
+    """One `Efficiency` per kernel class; each `overhead_s` is a floor paid per kernel launch."""
+
+    gemm: Efficiency
+    attention: Efficiency
+    elementwise: Efficiency
+    source: str
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    """The tensor-parallel link as an all-reduce sees it: a latency per collective and the bus
+    bandwidth a ring reaches (bytes each GPU sends per second), so a ring all-reduce of m bytes
+    over n GPUs takes latency + 2 (n - 1) / n x m / bus bandwidth. The latency and the small-message
+    bandwidth are fitted on measured decode-sized all-reduces (up to `large_from_bytes`); bigger
+    messages run the bandwidth-optimal algorithms (vLLM's two-shot custom all-reduce below 8 MiB,
+    NCCL's ring above: `CustomAllreduce.should_custom_ar`, `max_size=8192 * 1024`,
+    vllm-project/vllm@0ad80649d36672284c95b5e1ae73447d9d5f207f:vllm/distributed/device_communicators/
+    custom_all_reduce.py), so with `large_bus_bytes_per_s` given, the bytes beyond the measured range
+    move at that bandwidth (continuous in the message size)."""
+
+    latency_s: float
+    bus_bytes_per_s: float
+    source: str
+    large_bus_bytes_per_s: float | None = None
+    large_from_bytes: float = 1024 * 1024
+
+    def __post_init__(self):
+        if self.latency_s < 0 or self.bus_bytes_per_s <= 0 or (self.large_bus_bytes_per_s or 1) <= 0:
+            raise ValueError(f"Interconnect needs latency_s >= 0 and positive bandwidths, got {self.latency_s}, "
+                             f"{self.bus_bytes_per_s}, {self.large_bus_bytes_per_s}")
+
+    def allreduce_s(self, message_bytes, gpus: int):
+        if gpus <= 1:
+            return 0.0
+        share = 2 * (gpus - 1) / gpus  # bytes each GPU sends per message byte in a ring
+        if self.large_bus_bytes_per_s is None:
+            return self.latency_s + share * message_bytes / self.bus_bytes_per_s
+        small = np.minimum(message_bytes, self.large_from_bytes)
+        beyond = message_bytes - small
+        return (self.latency_s + share * small / self.bus_bytes_per_s
+                + share * beyond / self.large_bus_bytes_per_s)
 
 # Per-step time outside the kernels of a CUDA-graph engine: scheduling the step, preparing its
-# inputs, sampling and the gaps between graph launches. Fitted (solutions.fidelity.fit_overheads) on
+# inputs, sampling and the gaps between graph launches. Fitted (solutions.calibration.fidelity.fit_overheads) on
 # ONE published run, vLLM v0.11.0 serving Qwen3-8B on one H100 at concurrency 1 (median TPOT
-# 7.22 ms; solutions/fidelity_serving.py, FIT_RUN): what is left of TPOT after the step model's
+# 7.22 ms; solutions/calibration/vllm_serving_runs.py, FIT_RUN): what is left of TPOT after the step model's
 # kernels. It is small because vLLM v1 overlaps most CPU work with the GPU (vllm-project.github.io
 # _posts/2025-01-24-v1.md, "Optimized Execution Loop") and because it also absorbs what the kernel
 # floors, fitted on eager-mode profiles, overstate under CUDA graphs. docs/fidelity.ipynb tests it
@@ -82,32 +126,33 @@ def interconnect(gpu: GPU) -> Interconnect | None:
     return AMPERE_NVLINK if gpu.name.startswith("A100") else HOPPER_NVLINK
 
 
+# Fitted by `fit_a100()` on the training split (tests/test_calibration.py re-runs the fit and
+# checks these values, and the held-out errors, against the data in solutions/calibration/a100_profiles.py).
+A100_FIT = KernelFit(
+    gemm=Efficiency(compute=0.71, memory=0.78, overhead_s=6.0e-6),
+    attention=Efficiency(compute=0.71, memory=0.84, overhead_s=17.5e-6),
+    elementwise=Efficiency(compute=1.0, memory=0.57, overhead_s=4.5e-6),
+    source="fit_a100(): least squares in log time on Vidur's A100 profiles (solutions/calibration/a100_profiles.py), "
+    "GEMMs on Llama-2 7B, CodeLlama-34B, Qwen-72B at TP 1-8; decode attention on contexts <= 2,112; "
+    "attention compute (no prefill-attention profile) set to the GEMM fraction",
+)
+
+
 # ---- kernel fits ------------------------------------------------------------------------------
 # Hopper: the same least-squares fit as `calibration.fit_a100`, on Vidur's H100 profiles
-# (solutions/fidelity_h100.py), priced on the H100 SXM. Fitted on three layer shapes; Llama-2-70B
+# (solutions/calibration/h100_profiles.py), priced on the H100 SXM. Fitted on three layer shapes; Llama-2-70B
 # (the layer shape of the kit's Llama 3.x 70B) and InternLM-20B are held out and tested in
 # docs/fidelity.ipynb. There is no H100 attention profile in the store, so attention keeps the
 # A100 fractions: an assumption, tested only end to end.
-H100_HELD_OUT_MODELS = ("meta-llama/Llama-2-70b-hf", "internlm/internlm-20b")
 
 HOPPER_FIT = KernelFit(
     gemm=Efficiency(compute=0.68, memory=0.91, overhead_s=5.5e-6),
     attention=A100_FIT.attention,
     elementwise=Efficiency(compute=1.0, memory=0.66, overhead_s=3.5e-6),
-    source="fit_h100(): least squares in log time on Vidur's H100 profiles (solutions/fidelity_h100.py), "
+    source="fit_h100(): least squares in log time on Vidur's H100 profiles (solutions/calibration/h100_profiles.py), "
     "GEMMs and elementwise kernels of Llama-2-7B, CodeLlama-34B, Qwen-72B at TP 1-8 priced on the H100 SXM; "
     "attention (not profiled on H100) keeps A100_FIT's fractions",
 )
-
-
-def fit_h100() -> KernelFit:
-    """Re-derive `HOPPER_FIT` from the training split of solutions/fidelity_h100.py."""
-    from solutions import fidelity_h100 as data
-    from solutions.hardware import H100_SXM
-
-    gemm, elementwise = cal.fit_layer_kernels(
-        [r for r in data.LINEAR if r.model not in H100_HELD_OUT_MODELS], H100_SXM)
-    return KernelFit(gemm, A100_FIT.attention, elementwise, HOPPER_FIT.source)
 
 
 def kernel_fit(gpu: GPU) -> KernelFit:

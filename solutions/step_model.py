@@ -21,7 +21,7 @@ p_i cached ones; a decode has c_i = 1): T = sum c_i, S = number of sequences, P 
 A = sum c_i p_i + c_i (c_i + 1) / 2. Every cost below is linear in them, so the simulator prices a
 step in O(1) whatever its batch.
 
-Efficiencies come from measured kernels (`solutions.calibration` fits them on Vidur's A100
+Efficiencies come from measured kernels (`solutions.calibration.kernel_fits` fits them on Vidur's A100
 profiles); on another GPU the same fractions of peak are an assumption, tested in
 docs/fidelity.ipynb against measurements the fit never saw.
 """
@@ -34,7 +34,9 @@ import numpy as np
 
 from solutions.hardware import DTYPE_BYTES, GPU
 from solutions.models import Model
+from solutions import step_defaults
 from solutions.roofline import Efficiency, StepCost, expected_experts_touched, kernel_time
+from solutions.step_defaults import Interconnect, KernelFit  # noqa: F401 (re-exported: the kit's names)
 
 GEMMS_PER_LAYER = 4  # fused QKV, attention output, fused gate+up, down (the profiles' four linear ops)
 ELEMENTWISE_PER_LAYER = 5  # RoPE, SiLU-and-mul, two RMSNorms, residual add (the profiles' small ops)
@@ -66,51 +68,6 @@ FP8 = Precision("FP8 W8A8", weight="fp8", math="fp8")  # Hopper and Blackwell FP
 INT8 = Precision("INT8 W8A8", weight="int8", math="int8")  # Ampere's INT8 tensor cores
 W4A16 = Precision("W4A16", weight="int4", math="bf16")  # weight-only INT4 (AWQ/GPTQ-style): math in BF16
 PRECISIONS = {p.name: p for p in (BF16, FP8, INT8, W4A16)}
-
-
-@dataclass(frozen=True)
-class KernelFit:
-    """One `Efficiency` per kernel class; each `overhead_s` is a floor paid per kernel launch."""
-
-    gemm: Efficiency
-    attention: Efficiency
-    elementwise: Efficiency
-    source: str
-
-
-@dataclass(frozen=True)
-class Interconnect:
-    """The tensor-parallel link as an all-reduce sees it: a latency per collective and the bus
-    bandwidth a ring reaches (bytes each GPU sends per second), so a ring all-reduce of m bytes
-    over n GPUs takes latency + 2 (n - 1) / n x m / bus bandwidth. The latency and the small-message
-    bandwidth are fitted on measured decode-sized all-reduces (up to `large_from_bytes`); bigger
-    messages run the bandwidth-optimal algorithms (vLLM's two-shot custom all-reduce below 8 MiB,
-    NCCL's ring above: `CustomAllreduce.should_custom_ar`, `max_size=8192 * 1024`,
-    vllm-project/vllm@0ad80649d36672284c95b5e1ae73447d9d5f207f:vllm/distributed/device_communicators/
-    custom_all_reduce.py), so with `large_bus_bytes_per_s` given, the bytes beyond the measured range
-    move at that bandwidth (continuous in the message size)."""
-
-    latency_s: float
-    bus_bytes_per_s: float
-    source: str
-    large_bus_bytes_per_s: float | None = None
-    large_from_bytes: float = 1024 * 1024
-
-    def __post_init__(self):
-        if self.latency_s < 0 or self.bus_bytes_per_s <= 0 or (self.large_bus_bytes_per_s or 1) <= 0:
-            raise ValueError(f"Interconnect needs latency_s >= 0 and positive bandwidths, got {self.latency_s}, "
-                             f"{self.bus_bytes_per_s}, {self.large_bus_bytes_per_s}")
-
-    def allreduce_s(self, message_bytes, gpus: int):
-        if gpus <= 1:
-            return 0.0
-        share = 2 * (gpus - 1) / gpus  # bytes each GPU sends per message byte in a ring
-        if self.large_bus_bytes_per_s is None:
-            return self.latency_s + share * message_bytes / self.bus_bytes_per_s
-        small = np.minimum(message_bytes, self.large_from_bytes)
-        beyond = message_bytes - small
-        return (self.latency_s + share * small / self.bus_bytes_per_s
-                + share * beyond / self.large_bus_bytes_per_s)
 
 
 @dataclass(frozen=True)
@@ -324,8 +281,6 @@ class StepModel:
         """The realistic default: the calibrated kernel fit, the GPU's NVLink as vLLM's all-reduce
         sees it and the per-step overhead of a CUDA-graph engine (`solutions.step_defaults`).
         Keyword `overrides` replace any of fit / interconnect / overhead_s."""
-        from solutions import step_defaults
-
         args = dict(fit=step_defaults.kernel_fit(gpu), interconnect=step_defaults.interconnect(gpu),
                     overhead_s=step_defaults.STEP_OVERHEAD_S)
         unknown = set(overrides) - set(args)

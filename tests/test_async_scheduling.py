@@ -4,7 +4,7 @@ scheduling, none at max_tokens, and a stop string costs the abort's delay (plus 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from solutions.async_scheduling import replay
+from solutions.engine_internals.async_scheduling import replay
 
 FIXED = settings(database=None, derandomize=True, max_examples=60, deadline=None)
 sizes = st.integers(1, 50)

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from solutions.benchmark_gap import GapFactor, bench_output_throughput, decompose
+from solutions.correctness_operations.benchmark_gap import GapFactor, bench_output_throughput, decompose
 from solutions.hardware import H100_SXM
 from solutions.models import LLAMA_3_1_8B
 from solutions.serving import Fixed, LogNormal, Replica, Trace, Workload, simulate
@@ -42,7 +42,7 @@ def test_bad_inputs_are_clear_errors(replica):
 
 
 def test_slo_feasible_rate_finds_the_threshold_of_a_monotone_attainment():
-    from solutions.benchmark_gap import slo_feasible_rate
+    from solutions.correctness_operations.benchmark_gap import slo_feasible_rate
     rate = slo_feasible_rate(lambda r: 1.0 if r <= 7.3 else 0.5, 1.0, 20.0, steps=12)
     assert 7.3 - 19 / 2**12 <= rate <= 7.3
     assert slo_feasible_rate(lambda r: 0.0, 1.0, 20.0) == 1.0

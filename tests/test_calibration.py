@@ -5,9 +5,10 @@ Numbers printed here are the ones q03 states (run `pytest -s tests/test_calibrat
 
 import pytest
 
-from solutions import calibration as cal
-from solutions import fidelity_a100 as data
-from solutions import fidelity, step_defaults
+from solutions.calibration import kernel_fits as cal
+from solutions.calibration import a100_profiles as data
+from solutions import step_defaults
+from solutions.calibration import fidelity
 from solutions.hardware import A100_80GB_SXM, H100_SXM
 from solutions.models import LLAMA_3_1_8B, LLAMA_3_3_70B, NEMOTRON_H_8B
 from solutions.step_model import W4A16, Precision, StepModel, StepShape, attention_layer_cost
@@ -141,7 +142,7 @@ def test_bad_dtype_or_cache_names_the_parameter(call, name):
 
 # ---- H100: a second GPU, fitted on three layer shapes, tested on two others ------------------
 def test_the_h100_fit_reproduces_the_published_factors():
-    assert step_defaults.fit_h100() == step_defaults.HOPPER_FIT
+    assert cal.fit_h100() == step_defaults.HOPPER_FIT
     assert StepModel.of(LLAMA_3_1_8B, H100_SXM).fit == step_defaults.HOPPER_FIT
 
 
@@ -149,7 +150,7 @@ def test_h100_held_out_layers_are_within_the_targets():
     """The Hopper fit on Llama-2-70B (the kit's Llama 3.x 70B layer shape) and InternLM-20B, which
     it never saw: median <= 10%, worst <= 30%; the A100 fit carried over unchanged is worse."""
     test = [p for p in fidelity.h100_points() if p.held_out]
-    assert {p.model for p in test} == set(step_defaults.H100_HELD_OUT_MODELS) and len(test) == 104
+    assert {p.model for p in test} == set(cal.H100_HELD_OUT_MODELS) and len(test) == 104
     hopper = cal.summarise(test)
     carried = cal.summarise([p for p in fidelity.h100_points(cal.A100_FIT) if p.held_out])
     print(f"H100 held-out layers: Hopper fit median {hopper.median:.1%} worst {hopper.worst:.1%}; "
@@ -160,7 +161,7 @@ def test_h100_held_out_layers_are_within_the_targets():
 
 def test_h100_training_and_test_shapes_do_not_overlap():
     def shape(p):
-        s = fidelity.fidelity_h100.SHAPES[p.model]
+        s = fidelity.h100_profiles.SHAPES[p.model]
         return (s.hidden, s.heads, s.kv_heads, s.intermediate)
     points = fidelity.h100_points()
     assert not {shape(p) for p in points if p.held_out} & {shape(p) for p in points if not p.held_out}

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from solutions.canary import exceedance_after_shift, power, requests_needed, simulated_power
+from solutions.tenancy_fleet.canary import exceedance_after_shift, power, requests_needed, simulated_power
 
 
 def test_textbook_sample_size():

@@ -3,7 +3,7 @@ changes relevant-first, refuses truncated text, and config bisection reverts one
 
 import pytest
 
-from solutions.config_diff import diff, parse_engine_config, revert_one_at_a_time
+from solutions.engine_internals.config_diff import diff, parse_engine_config, revert_one_at_a_time
 
 LINE = ("INFO core.py:61] Initializing a V1 LLM engine (v0.0.0) with config: model='m', "
         "dtype=torch.float16, max_seq_len=512, decoding_config=DecodingConfig(backend='x', y=None), "

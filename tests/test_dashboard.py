@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from solutions.dashboard import dashboard, event_quantile, event_rate, littles_law, preemption_times
+from solutions.correctness_operations.dashboard import dashboard, event_quantile, event_rate, littles_law, preemption_times
 from solutions.hardware import H100_SXM
 from solutions.models import LLAMA_3_1_8B
 from solutions.serving import LogNormal, Poisson, Replica, Workload, simulate

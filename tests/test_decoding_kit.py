@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solutions import json_grammar as g
-from solutions.vocab import cl100k, tokenize
+from solutions.decoding import json_grammar as g
+from solutions.decoding.vocab import cl100k, tokenize
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None)
 
@@ -76,8 +76,8 @@ def test_vectorised_walk_matches_the_scalar_automaton_and_the_cache_matches_the_
 
 
 # ---- n-gram drafting and speculative arithmetic ------------------------------------------------
-from solutions.ngram_draft import longest_match, propose, replay  # noqa: E402
-from solutions.speculative import expected_tokens, expected_tokens_iid, verify_step  # noqa: E402
+from solutions.decoding.ngram_draft import longest_match, propose, replay  # noqa: E402
+from solutions.decoding.speculative import expected_tokens, expected_tokens_iid, verify_step  # noqa: E402
 
 
 def test_ngram_matches_vllm_docstring_example():
@@ -133,9 +133,9 @@ def test_speculative_arithmetic():
 
 
 # ---- schema automaton and jump-forward ----------------------------------------------------------
-from solutions.jump_forward import replay as jump_replay  # noqa: E402
-from solutions.schema_automaton import compile_schema, token_masks, token_walk  # noqa: E402
-from solutions.vocab import encoding  # noqa: E402
+from solutions.decoding.jump_forward import replay as jump_replay  # noqa: E402
+from solutions.decoding.schema_automaton import compile_schema, token_masks, token_walk  # noqa: E402
+from solutions.decoding.vocab import encoding  # noqa: E402
 
 ITEM = {"type": "object", "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"},
                                          "price": {"type": "number"}}}
@@ -186,7 +186,7 @@ def test_jump_forward_keeps_the_text_and_off_keeps_the_tokens():
 
 
 # ---- where the mask runs --------------------------------------------------------------------------
-from solutions.mask_overlap import loop_step, mask_fill_seconds, mask_threads  # noqa: E402
+from solutions.decoding.mask_overlap import loop_step, mask_fill_seconds, mask_threads  # noqa: E402
 
 
 def test_mask_fill_follows_vllms_serial_and_parallel_paths():
@@ -214,7 +214,7 @@ def test_loop_step_hides_the_mask_only_under_the_forward_pass():
 def test_draft_costs_and_cumulative_rates():
     from solutions.hardware import H100_SXM
     from solutions.models import LLAMA_3_2_1B, LLAMA_3_3_70B
-    from solutions.speculative import chain_draft_s, conditional_from_cumulative, medusa_heads_s
+    from solutions.decoding.speculative import chain_draft_s, conditional_from_cumulative, medusa_heads_s
     from solutions.step_model import StepModel
 
     assert conditional_from_cumulative([0.8, 0.4, 0.2]) == pytest.approx([0.8, 0.5, 0.5])

@@ -2,7 +2,7 @@
 
 import pytest
 
-from solutions.engine_memory import StartupLedger, activation_peak_bytes, non_torch_bytes
+from solutions.kv_cache_memory.engine_memory import StartupLedger, activation_peak_bytes, non_torch_bytes
 from solutions.hardware import H100_SXM
 from solutions.models import LLAMA_3_1_8B, LLAMA_3_3_70B
 from solutions.units import GiB

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from solutions.eval_stats import detectable_difference, mcnemar, two_proportion_z, wilson_interval
+from solutions.correctness_operations.eval_stats import detectable_difference, mcnemar, two_proportion_z, wilson_interval
 
 
 def test_wilson_interval_matches_the_textbook_example():
@@ -49,7 +49,7 @@ def test_bad_inputs_are_clear_errors():
 
 
 def test_paired_interval_covers_the_true_difference_at_its_confidence():
-    from solutions.eval_stats import paired_difference_interval
+    from solutions.correctness_operations.eval_stats import paired_difference_interval
     rng = np.random.default_rng(1)
     n, d, delta = 1319, 0.06, 0.01
     cover = 0

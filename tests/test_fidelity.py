@@ -4,8 +4,9 @@ hold on the others (docs/fidelity.ipynb shows them all, gaps included)."""
 import numpy as np
 import pytest
 
-from solutions import fidelity, step_defaults
-from solutions import fidelity_serving as published
+from solutions import step_defaults
+from solutions.calibration import fidelity
+from solutions.calibration import vllm_serving_runs as published
 
 FIT = published.RUNS_BY_NAME[published.FIT_RUN]
 SMALL_BATCH_TESTS = [r for r in published.RUNS if r.max_concurrency and r.name != published.FIT_RUN]

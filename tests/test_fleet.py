@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from solutions.fleet import diurnal_rates, run_fleet, sample_counts
+from solutions.tenancy_fleet.fleet import diurnal_rates, run_fleet, sample_counts
 
 
 def test_diurnal_mean_and_ratio():

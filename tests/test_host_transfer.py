@@ -2,7 +2,7 @@
 
 import pytest
 
-from solutions.host_transfer import COPY_CALL_OVERHEAD_S, PCIE_DMA_EFFICIENCY, copy_seconds, effective_bandwidth
+from solutions.kv_cache_memory.host_transfer import COPY_CALL_OVERHEAD_S, PCIE_DMA_EFFICIENCY, copy_seconds, effective_bandwidth
 
 LINK = 64e9
 

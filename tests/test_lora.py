@@ -1,7 +1,7 @@
 import pytest
 
 from solutions.hardware import H100_SXM
-from solutions.lora import (ALL_LINEAR, QV, adapter_bytes, adapter_params, lora_kernels, lora_step_cost, lora_step_seconds,
+from solutions.tenancy_fleet.lora import (ALL_LINEAR, QV, adapter_bytes, adapter_params, lora_kernels, lora_step_cost, lora_step_seconds,
                            projections, slot_bytes)
 from solutions.roofline import IDEAL, Efficiency
 from solutions.models import LLAMA_3_1_8B, LLAMA_3_3_70B, MIXTRAL_8X7B

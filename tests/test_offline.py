@@ -4,7 +4,7 @@ import pytest
 
 from solutions.hardware import A100_80GB_SXM
 from solutions.models import LLAMA_3_1_8B, LLAMA_3_3_70B
-from solutions.offline import OfflinePass
+from solutions.roofline_capacity.offline import OfflinePass
 from solutions.step_model import StepModel
 
 

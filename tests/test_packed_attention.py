@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from solutions.packed_attention import (
+from solutions.parallelism_kernels.packed_attention import (
     cu_seqlens, query_tiles, reference_attention, rows_that_leak, tiled_attention, wrong_rows,
 )
 

@@ -5,7 +5,7 @@ import pytest
 
 from solutions.hardware import H100_SXM
 from solutions.models import LLAMA_3_1_405B, LLAMA_3_3_70B
-from solutions.parallelism import pipeline_decode, stage_layers
+from solutions.parallelism_kernels.parallelism import pipeline_decode, stage_layers
 from solutions.step_model import FP8, StepModel
 
 

@@ -4,9 +4,9 @@ invariant as its order says."""
 
 import pytest
 
-from solutions.chat_trace import ChatTraceSpec, chat_trace
-from solutions.eviction_order import ChainPool
-from solutions.hash_prefix_cache import PrefixCache
+from solutions.serving.chat_trace import ChatTraceSpec, chat_trace
+from solutions.prefix_caching.eviction_order import ChainPool
+from solutions.exercises.hash_prefix_cache import PrefixCache
 
 SMALL = ChatTraceSpec(conversations=40, concurrency=8, system_tokens=64, system_prompts=2, seed=3)
 
@@ -70,7 +70,7 @@ def test_random_order_strands_under_pressure_and_a_request_too_big_is_refused():
 
 
 def test_prefix_boundary_counts_whole_blocks_before_the_first_difference():
-    from solutions.prefix_check import prefix_boundary
+    from solutions.prefix_caching.prefix_check import prefix_boundary
     a = list(range(100))
     b = a[:37] + [-1] + a[38:]
     boundary = prefix_boundary(a, b, block_size=16)
@@ -82,7 +82,7 @@ def test_prefix_boundary_counts_whole_blocks_before_the_first_difference():
 
 
 def test_merge_at_join_finds_a_tokenizer_that_merges_across_the_join():
-    from solutions.prefix_check import merge_at_join
+    from solutions.prefix_caching.prefix_check import merge_at_join
 
     def pairs(text):      # a toy tokenizer that merges "ab" into one id
         out, i = [], 0

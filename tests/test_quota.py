@@ -3,7 +3,7 @@ import pytest
 
 from solutions.hardware import H100_SXM
 from solutions.models import LLAMA_3_1_8B
-from solutions.quota import price, token_bucket
+from solutions.tenancy_fleet.quota import price, token_bucket
 from solutions.step_model import StepModel
 
 SM = StepModel.of(LLAMA_3_1_8B, H100_SXM)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from solutions.reduction_order import ToyLM, bf16_ulp, ordered_matmul, ordered_sum, to_bf16
+from solutions.correctness_operations.reduction_order import ToyLM, bf16_ulp, ordered_matmul, ordered_sum, to_bf16
 
 
 def test_to_bf16_rounds_to_nearest_with_ties_to_even():
@@ -81,7 +81,7 @@ def test_toy_lm_is_deterministic_for_one_split_and_validates_prompts():
 
 
 def test_heuristic_split_k_fills_idle_sms_and_depends_on_the_batch():
-    from solutions.reduction_order import heuristic_split_k, output_tiles
+    from solutions.correctness_operations.reduction_order import heuristic_split_k, output_tiles
     assert output_tiles(1, 4096) == 32 and output_tiles(129, 4096) == 64
     assert heuristic_split_k(1, 4096, 132) == 4       # 32 tiles x 4 = 128 <= 132 SMs
     assert heuristic_split_k(200, 4096, 132) == 2     # 64 tiles x 2 = 128

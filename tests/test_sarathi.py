@@ -3,7 +3,7 @@
 import numpy as np
 
 from solutions.models import MISTRAL_7B
-from solutions.sarathi import SHAREGPT_OUTPUT_PERCENTILES, SHAREGPT_PROMPT_PERCENTILES, sharegpt_lengths
+from solutions.scheduling_latency.sarathi import SHAREGPT_OUTPUT_PERCENTILES, SHAREGPT_PROMPT_PERCENTILES, sharegpt_lengths
 
 
 def test_mistral_7b_parameter_count_matches_its_name():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from solutions import step_defaults
-from solutions.calibration import A100_FIT
+from solutions.calibration.kernel_fits import A100_FIT
 from solutions.hardware import A100_80GB_SXM, H100_PCIE, H100_SXM, L40S
 from solutions.models import LLAMA_3_1_8B, LLAMA_3_3_70B, MIXTRAL_8X7B, NEMOTRON_H_8B
 from solutions.roofline import decode_step, kernel_time

@@ -16,7 +16,7 @@ from solutions.serving.kv_pool import KVPool
 from solutions.serving.metrics import SLO, Result
 from solutions.serving.queueing import lindley_waits, md1_wait, mg1_wait, mm1_wait
 from solutions.serving.replica import Replica, simulate
-from solutions.serving.scheduler import FCFSScheduler, SchedulerConfig, StepPlan
+from solutions.serving.step_scheduler import FCFSScheduler, SchedulerConfig, StepPlan
 from solutions.serving.step_time import ServiceTime, StepShape
 from solutions.serving.workload import GammaArrivals, OnOff, Poisson, Trace, Workload
 

@@ -17,7 +17,7 @@ simulator must not run decode-only steps past an arrival while requests wait.
 
 from __future__ import annotations
 
-from solutions.serving.scheduler import DECODE, PREFILL, FCFSScheduler
+from solutions.serving.step_scheduler import DECODE, PREFILL, FCFSScheduler
 
 
 class ShortestPrefillFirst(FCFSScheduler):

@@ -22,7 +22,7 @@ from solutions.hardware import GPU
 from solutions.models import Model
 from solutions.serving.kv_pool import KVPool
 from solutions.serving.metrics import Result
-from solutions.serving.scheduler import FCFSScheduler, SchedulerConfig
+from solutions.serving.step_scheduler import FCFSScheduler, SchedulerConfig
 from solutions.serving.step_time import ServiceTime
 from solutions.serving.workload import Workload
 from solutions.step_defaults import SERVING_STACK_S

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE = ROOT / "solutions" / "block_allocator.py"
+REFERENCE = ROOT / "solutions" / "exercises" / "block_allocator.py"
 
 
 def _status(pid):

@@ -11,7 +11,7 @@ from graders.exercises.beam_fork.model import BeamModel, readable, slot_of
 from tests.graders.conftest import ROOT
 
 EX = registry.get("beam-fork")
-REFERENCE = ROOT / "solutions" / "beam_fork.py"
+REFERENCE = ROOT / "solutions" / "exercises" / "beam_fork.py"
 MUTANTS = mutants.catalogue(EX)
 
 

@@ -9,7 +9,7 @@ import pytest
 from graders import registry, runner
 from graders import mutants
 from graders.exercises.prefix_trie.model import TrieModel
-from solutions.prefix_trie import RadixCache
+from solutions.exercises.prefix_trie import RadixCache
 
 EX = registry.get("prefix-trie")
 REFERENCE = EX.reference

@@ -126,7 +126,7 @@ def test_the_report_does_not_depend_on_what_else_the_process_imported(tmp_path):
     alone, after_other_code = (
         subprocess.run([sys.executable, "-c", f"import sys{extra}; from graders.cli import main; "
                         + check], capture_output=True, text=True, timeout=300, cwd=tmp_path)
-        for extra in ("", ", solutions.serving, solutions.step_model, solutions.fidelity"))
+        for extra in ("", ", solutions.serving, solutions.step_model, solutions.calibration.fidelity"))
     assert alone.returncode == 1, alone.stdout + alone.stderr
     assert after_other_code.stdout == alone.stdout
     assert report.text(runner.grade(ex, mutant.source(), "m.py")) == alone.stdout

@@ -41,7 +41,7 @@ CASES = {  # name: (source, exit status, words the report must contain)
     "exit_at_import": (attack("import sys; sys.exit(0)", at_import=True), 2, "tried to exit"),
     "os_exit_at_import": (attack("import os; os._exit(0)", at_import=True), 2, "exited"),
     "writes_file": (attack("open('/tmp/grader-pwned', 'w').write('x')"), 1, "open"),
-    "imports_reference": (attack("import solutions.block_allocator", at_import=True), 2,
+    "imports_reference": (attack("import solutions.exercises.block_allocator", at_import=True), 2,
                           "import solutions"),
     "imports_grader": (attack("import graders", at_import=True), 2, "import graders"),
     "reads_reference": (attack(f"src = open({str(REFERENCE)!r}).read()", at_import=True), 2,

@@ -12,7 +12,7 @@ import pytest
 
 from graders import registry, runner
 from graders import mutants
-from solutions.scheduler import Scheduler
+from solutions.exercises.scheduler import Scheduler
 
 EX = registry.get("scheduler")
 REFERENCE = EX.reference

@@ -397,7 +397,7 @@ EXERCISE = Exercise(
     properties=PROPERTIES,
     machine=BeamMachine,
     home=Path(__file__).parent,
-    reference=Path(__file__).resolve().parents[3] / "solutions" / "beam_fork.py",
+    reference=Path(__file__).resolve().parents[3] / "solutions" / "exercises" / "beam_fork.py",
     default_examples=100,
     steps=STEPS,
 )

@@ -242,5 +242,5 @@ EXERCISE = Exercise(
     properties=PROPERTIES,
     machine=PoolMachine,
     home=Path(__file__).parent,
-    reference=Path(__file__).resolve().parents[3] / "solutions" / "block_allocator.py",
+    reference=Path(__file__).resolve().parents[3] / "solutions" / "exercises" / "block_allocator.py",
 )

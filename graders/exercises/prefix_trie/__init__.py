@@ -432,5 +432,5 @@ EXERCISE = Exercise(
     properties=PROPERTIES,
     machine=TrieMachine,
     home=Path(__file__).parent,
-    reference=Path(__file__).resolve().parents[3] / "solutions" / "prefix_trie.py",
+    reference=Path(__file__).resolve().parents[3] / "solutions" / "exercises" / "prefix_trie.py",
 )

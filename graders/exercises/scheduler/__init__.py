@@ -508,7 +508,7 @@ EXERCISE = Exercise(
     properties=PROPERTIES,
     machine=EngineMachine,
     home=Path(__file__).parent,
-    reference=Path(__file__).resolve().parents[3] / "solutions" / "scheduler.py",
+    reference=Path(__file__).resolve().parents[3] / "solutions" / "exercises" / "scheduler.py",
     default_examples=60,
     steps=20,
 )

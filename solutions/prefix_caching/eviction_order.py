@@ -16,7 +16,7 @@ The one knob is `order`, how a request's blocks enter the queue when it finishes
 - "random": any free cached block, blind to the chain (what a per-block cost or frequency score
   that ignores chain position amounts to).
 
-Only the order differs; the q47 reference (`solutions.hash_prefix_cache.PrefixCache`) replays
+Only the order differs; the q47 reference (`solutions.exercises.hash_prefix_cache.PrefixCache`) replays
 the same trace tail-first and must agree request for request.
 """
 

@@ -29,7 +29,7 @@ from enum import IntEnum
 
 import numpy as np
 
-from solutions.vocab import Vocabulary
+from solutions.decoding.vocab import Vocabulary
 
 WHITESPACE = b" \t\n\r"
 DIGITS = b"0123456789"

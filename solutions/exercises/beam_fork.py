@@ -7,7 +7,7 @@ sliding window of W blocks the table keeps just the last W blocks: the block tha
 of the window is reused for the new logical block (a ring, as vLLM v0 did), so a table never
 lists a block twice and refcount(b) == number of tables that list b, always.
 
-The pool is q43's (solutions/block_allocator.py) inlined: the grader runs one file.
+The pool is q43's (solutions/exercises/block_allocator.py) inlined: the grader runs one file.
 """
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solutions.vocab import Vocabulary
+from solutions.decoding.vocab import Vocabulary
 
 _STRING_BODY = bytes(b for b in range(256) if b >= 0x20 and b not in b'"\\')
 _DIGITS = b"0123456789"

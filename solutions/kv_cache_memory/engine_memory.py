@@ -32,7 +32,7 @@ MEASURED_SOURCE = ("vllm-project/vllm PR 10511, comment of 2024-12-14: vllm serv
                    "H100 (total_gpu_memory 79.22GiB), -tp 1 and -tp 2 profile logs")
 
 # vLLM's `vllm serve` defaults on an H100-class GPU (the kit's serving simulator uses the same):
-# max_num_batched_tokens 8,192 and max_num_seqs 1,024 (solutions/fidelity.py, vllm_serve_defaults).
+# max_num_batched_tokens 8,192 and max_num_seqs 1,024 (solutions/calibration/fidelity.py, vllm_serve_defaults).
 SERVE_MAX_NUM_BATCHED_TOKENS = 8192
 SERVE_MAX_NUM_SEQS = 1024
 

@@ -2,7 +2,7 @@
 
 Nothing here was measured by this project. Rows come from Vidur's H100 profiling data,
 microsoft/vidur@7d47513363ec447a741ac5e47241580b47724fbf, data/profiling/compute/h100/<model>/mlp.csv,
-taken in exactly as solutions/fidelity_a100.py takes in the A100 file: one decoder layer's linear
+taken in exactly as solutions/calibration/a100_profiles.py takes in the A100 file: one decoder layer's linear
 operators on one tensor-parallel shard, fp16, the `time_stats.<op>.median` column in milliseconds
 (summed CUDA-kernel durations; CPU launch gaps and all-reduce are NOT included), token counts
 1, 2, 4, ..., 4096 and TP 1/2/4/8, the first row where the file repeats a (num_tokens, TP) pair,
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solutions.fidelity_a100 import VIDUR, LayerShape, LinearRow
+from solutions.calibration.a100_profiles import VIDUR, LayerShape, LinearRow
 
 GPU_NAME = "H100 SXM"
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solutions.schema_automaton import SchemaDFA
-from solutions.vocab import cl100k, pretokens, tokenize
+from solutions.decoding.schema_automaton import SchemaDFA
+from solutions.decoding.vocab import cl100k, pretokens, tokenize
 
 MODES = ("off", "full", "hold back last piece")
 

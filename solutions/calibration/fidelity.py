@@ -12,14 +12,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solutions import calibration as cal
-from solutions import fidelity_h100, models, step_defaults
-from solutions.fidelity_serving import ServingRun
+from solutions.calibration import kernel_fits as cal
+from solutions import models, step_defaults
+from solutions.calibration import h100_profiles
+from solutions.calibration.vllm_serving_runs import ServingRun
 from solutions.hardware import GPU, GPUS, H100_SXM
 from solutions.models import Model
 from solutions.roofline import IDEAL
 from solutions.serving import LogNormal, Replica, Workload, simulate
-from solutions.step_defaults import H100_HELD_OUT_MODELS, HOPPER_FIT
+from solutions.calibration.kernel_fits import H100_HELD_OUT_MODELS
+from solutions.step_defaults import HOPPER_FIT
 from solutions.step_model import (ELEMENTWISE_PER_LAYER, GEMMS_PER_LAYER, KernelFit, StepModel,
                                   elementwise_layer_cost, gemm_layer_cost)
 
@@ -36,7 +38,7 @@ def h100_points(fit: KernelFit = HOPPER_FIT, gpu: GPU = H100_SXM) -> list[cal.Po
     "decode layer" up to calibration.DECODE_MAX_TOKENS tokens, "prefill layer" above; held out
     when its model is one the Hopper fit never saw."""
     out = []
-    for r in fidelity_h100.LINEAR:
+    for r in h100_profiles.LINEAR:
         model = cal.profiled_model(r.shape)
         out.append(cal.Point(
             kind="decode layer" if r.num_tokens <= cal.DECODE_MAX_TOKENS else "prefill layer",

@@ -25,10 +25,12 @@ from statistics import median
 
 import numpy as np
 
-from solutions import fidelity_a100 as data
-from solutions.hardware import A100_80GB_SXM, GPU
+from solutions.calibration import a100_profiles as data
+from solutions.calibration import h100_profiles as h100_data
+from solutions.hardware import A100_80GB_SXM, GPU, H100_SXM
 from solutions.models import Model
 from solutions.roofline import IDEAL, Efficiency, StepCost, kernel_time as roofline_kernel_time
+from solutions.step_defaults import A100_FIT, HOPPER_FIT
 from solutions.step_model import (ELEMENTWISE_PER_LAYER, GEMMS_PER_LAYER, KernelFit, StepShape,
                                   attention_layer_cost, elementwise_layer_cost, gemm_layer_cost,
                                   linear_params_per_layer)
@@ -47,16 +49,6 @@ DECODE_MAX_TOKENS = 256  # GEMM rows up to this many tokens are decode-sized bat
 CalibratedEfficiency = KernelFit  # one Efficiency per kernel class (the step model's fit)
 
 
-# Fitted by `fit_a100()` on the training split (tests/test_calibration.py re-runs the fit and
-# checks these values, and the held-out errors, against the data in solutions/fidelity_a100.py).
-A100_FIT = CalibratedEfficiency(
-    gemm=Efficiency(compute=0.71, memory=0.78, overhead_s=6.0e-6),
-    attention=Efficiency(compute=0.71, memory=0.84, overhead_s=17.5e-6),
-    elementwise=Efficiency(compute=1.0, memory=0.57, overhead_s=4.5e-6),
-    source="fit_a100(): least squares in log time on Vidur's A100 profiles (solutions/fidelity_a100.py), "
-    "GEMMs on Llama-2 7B, CodeLlama-34B, Qwen-72B at TP 1-8; decode attention on contexts <= 2,112; "
-    "attention compute (no prefill-attention profile) set to the GEMM fraction",
-)
 
 
 # ---- kernel times ----------------------------------------------------------------------------
@@ -217,7 +209,7 @@ def fit_layer_kernels(rows, gpu: GPU = A100_80GB_SXM) -> tuple[Efficiency, Effic
 
 
 def fit_a100() -> CalibratedEfficiency:
-    """Re-derive `A100_FIT` from the training split of solutions/fidelity_a100.py."""
+    """Re-derive `A100_FIT` from the training split of solutions/calibration/a100_profiles.py."""
     gemm, elementwise = fit_layer_kernels([r for r in data.LINEAR if r.model not in HELD_OUT_MODELS])
     # decode attention never turns compute-bound, so its compute fraction is not identifiable:
     # pin it to the GEMMs' and fit bandwidth and floor only
@@ -230,3 +222,15 @@ def fit_a100() -> CalibratedEfficiency:
 
 def _elementwise_ms(r: data.LinearRow) -> float:
     return r.attn_rope_ms + r.mlp_act_ms + r.input_layernorm_ms + r.post_attention_layernorm_ms + r.add_ms
+
+
+# Hopper: fitted on three layer shapes; Llama-2-70B (the layer shape of the kit's Llama 3.x 70B)
+# and InternLM-20B are held out and tested in docs/fidelity.ipynb.
+H100_HELD_OUT_MODELS = ("meta-llama/Llama-2-70b-hf", "internlm/internlm-20b")
+
+
+def fit_h100() -> KernelFit:
+    """Re-derive `HOPPER_FIT` from the training split of solutions/calibration/h100_profiles.py."""
+    gemm, elementwise = fit_layer_kernels(
+        [r for r in h100_data.LINEAR if r.model not in H100_HELD_OUT_MODELS], H100_SXM)
+    return KernelFit(gemm, A100_FIT.attention, elementwise, HOPPER_FIT.source)
