@@ -60,6 +60,10 @@ def on_files(files, config):
         questions, lambda q: _answer(q, config))))
     for src, uri in assets.mathjax_files():
         files.append(File.generated(config, uri, abs_src_path=str(src)))
+    _build["editor"] = False
+    for uri, src in assets.editor_files():
+        files.append(File.generated(config, uri, abs_src_path=str(src)))
+        _build["editor"] = True
     _build["browser_grader"] = False
     for uri, src, content in assets.browser_grader_files():
         files.append(File.generated(config, uri, abs_src_path=src, content=content))
@@ -113,11 +117,15 @@ def on_page_context(context, page, config, nav):
 
 
 def on_post_page(output, page, config):
-    """MathJax (about 300 kB gzipped) loads only on pages that have math to typeset."""
+    """MathJax (about 300 kB gzipped) loads only on pages that have math to typeset, the code
+    editor only on graded pages."""
     if page.meta.get("mathjax") or 'class="arithmatex"' in output:
         scripts = "".join(f'<script src="{get_relative_url(u, page.url)}"></script>'
                           for u in ("javascripts/mathjax.js", f"{MATHJAX_DIR}/tex-chtml-full.js"))
         output = output.replace("</body>", scripts + "</body>", 1)
+    if _build.get("editor") and 'class="qb-exercise"' in output:  # the editor: graded pages only
+        script = f'<script src="{get_relative_url(assets.EDITOR, page.url)}"></script>'
+        output = output.replace("</body>", script + "</body>", 1)
     return output
 
 

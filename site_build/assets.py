@@ -1,6 +1,7 @@
 """Files the site serves itself, so that no page loads anything from the network: MathJax (from
-a Python package), and Pyodide with the graders' wheels for the in-browser Check (fetched into
-.cache/ by scripts/fetch_browser_grader.py; the site builds without them)."""
+a Python package), Pyodide with the graders' wheels for the in-browser Check, and the code
+editor of graded pages (fetched into .cache/ by scripts/fetch_browser_grader.py and
+scripts/fetch_editor.py; the site builds without them)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,29 @@ from mkdocs.exceptions import PluginError
 
 from .layout import MATHJAX_DIR, ROOT
 
+EDITOR = "assets/editor/editor.js"  # CodeMirror 6, bundled by scripts/fetch_editor.py
+
+
+def _script(name: str):
+    """One of scripts/, loaded as a module (they are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def editor_files():
+    """The code editor's bundle and its licence, when scripts/fetch_editor.py has built them."""
+    fetched = _script("fetch_editor")
+    if fetched.ready():
+        yield EDITOR, fetched.bundle()
+        yield EDITOR.replace("editor.js", "LICENSE.txt"), fetched.bundle().parent / "LICENSE.txt"
+
 
 def browser_grader_files():
     """Pyodide and the graders' wheels, when scripts/fetch_browser_grader.py has fetched them,
     and the graders package itself as it is now: the in-browser Check runs the same suite."""
-    spec = importlib.util.spec_from_file_location("fetch_browser_grader",
-                                                  ROOT / "scripts" / "fetch_browser_grader.py")
-    fetched = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fetched)
+    fetched = _script("fetch_browser_grader")
     if not fetched.ready():
         return
     for name in fetched.CORE:

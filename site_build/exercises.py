@@ -65,6 +65,9 @@ def exercise_html(q: Question, config, browser_grader: bool) -> str:
         f'<textarea id="qb-editor-{q.id}" class="qb-editor" rows="{rows}" spellcheck="false" '
         f'autocapitalize="off" autocomplete="off" wrap="off">'
         f"{html.escape(starter)}</textarea>"
+        f'<p class="qb-editor__hint" id="qb-editor-hint-{q.id}"><kbd>Tab</kbd> indents; to leave '
+        "the editor by keyboard, press <kbd>Esc</kbd> then <kbd>Tab</kbd>. Your draft is kept in "
+        "this browser.</p>"
         '<p class="qb-exercise__actions"><button type="button" class="md-button" data-exercise="download">'
         f"Download {html.escape(filename)}</button> "
         '<button type="button" class="md-button" data-exercise="reset">Back to the starter</button> '

@@ -55,12 +55,14 @@ def bank():
 
 
 BROWSER_GRADER: dict = {}  # why the in-browser grader is missing, if it is
+EDITOR: dict = {}  # why the code editor's bundle is missing, if it is
 
 
-def _fetch_browser_grader() -> str:
-    """Pyodide and the graders' wheels for the in-browser Check (scripts/fetch_browser_grader.py),
-    fetched once into .cache/ before the build; returns why not, if they could not be."""
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "fetch_browser_grader.py")],
+def _fetch(script: str) -> str:
+    """Run one of the fetch scripts that put what the site serves into .cache/ before the build
+    (scripts/fetch_browser_grader.py: Pyodide and the graders' wheels for the in-browser Check;
+    scripts/fetch_editor.py: the CodeMirror bundle); returns why not, if it could not."""
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / script)],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     return "" if done.returncode == 0 else (done.stdout + done.stderr).strip()[-300:]
 
@@ -68,7 +70,8 @@ def _fetch_browser_grader() -> str:
 @pytest.fixture(scope="module")
 def build(tmp_path_factory):
     site = tmp_path_factory.mktemp("site") / "site"
-    BROWSER_GRADER["problem"] = _fetch_browser_grader()
+    BROWSER_GRADER["problem"] = _fetch("fetch_browser_grader.py")
+    EDITOR["problem"] = _fetch("fetch_editor.py")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     result = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
@@ -282,7 +285,7 @@ def test_graded_questions_show_starter_reference_and_every_bug_they_catch(site, 
         text = html_lib.unescape(re.sub(r"<[^>]+>", "", box))
         reference = [line.strip() for line in ex.reference.read_text(encoding="utf-8").splitlines()
                      if line.strip()]
-        assert all(line in text for line in reference), f"{q.id}: the reference is not shown whole"
+        assert all(line in text for line in reference), f"{q.id}: the reference is not shown whole: {[x for x in reference if x not in text][:2]}"
         assert re.search(r'<details class="qb-reference">', box), f"{q.id}: reference not folded"
         bugs = re.findall(r"<li><p><strong>.*?</li>", box, re.S)
         catalogue = mutants.catalogue(ex)
@@ -844,34 +847,65 @@ def test_progress_exports_to_a_file_and_imports_back(reader, bank, tmp_path):
     reader.assert_clean()
 
 
-def test_an_exercise_starts_from_the_starter_file_and_downloads_it(reader, bank):
+def test_an_exercise_starts_from_the_starter_file_in_a_python_editor_and_downloads_it(reader, bank):
+    """The editor: CodeMirror with line numbers and Python highlighting, Tab indents, Esc then
+    Tab leaves (the hint says so); the draft survives a reload, downloads, resets."""
     q = next((q for q in bank if q.grader), None)
     if q is None:
         reader.context.close()
         pytest.skip("no graded question yet")
+    if EDITOR.get("problem"):
+        _missing(f"the code editor could not be fetched: {EDITOR['problem']}")
     from graders import registry
 
     starter = registry.get(q.grader).starter.read_text(encoding="utf-8")
     reader.open(page_of(q).removesuffix("index.html"))
-    editor = reader.page.locator("textarea.qb-editor")
-    assert editor.input_value() == starter
+    text = reader.page.locator("textarea.qb-editor")
+    content = reader.page.locator(".qb-codemirror .cm-content")
+    content.wait_for()
+    assert text.input_value() == starter and not text.is_visible(), "the editor did not take over"
     assert not reader.page.locator("details.qb-reference pre").is_visible(), "reference shown unasked"
-    editor.focus()
+    numbers = reader.page.locator(".qb-codemirror .cm-lineNumbers .cm-gutterElement").all_inner_texts()
+    assert "1" in numbers and "10" in numbers, numbers[:12]
+    colours = reader.page.evaluate("""() => {
+      const spans = [...document.querySelectorAll('.qb-codemirror .cm-line span')];
+      const of = (word) => { const s = spans.find((el) => el.textContent === word); return s && getComputedStyle(s).color; };
+      return {def: of('def') || of('class'), text: getComputedStyle(document.querySelector('.qb-codemirror .cm-line')).color};
+    }""")
+    assert colours["def"] and colours["def"] != colours["text"], f"Python is not highlighted: {colours}"
+    hint = reader.page.locator(".qb-editor__hint")
+    assert hint.is_visible() and "Esc" in hint.inner_text() and "Tab" in hint.inner_text()
+    content.click()
     reader.page.keyboard.press("Control+End")
-    reader.page.keyboard.type("\n# my change")
+    reader.page.keyboard.press("Tab")
+    reader.page.keyboard.type("# my change")
+    assert text.input_value() == starter + "    # my change", "Tab did not indent"
+    reader.page.keyboard.press("Escape")
+    reader.page.keyboard.press("Tab")
+    assert not reader.page.evaluate("() => document.activeElement.closest('.cm-editor') !== null"), \
+        "Esc then Tab did not leave the editor"
     with reader.page.expect_download() as download:
         reader.page.click('[data-exercise="download"]')
     saved = Path(download.value.path()).read_text(encoding="utf-8")
     assert download.value.suggested_filename == reader.page.get_attribute(".qb-exercise", "data-filename")
-    assert saved == starter + "\n# my change"
+    assert saved == starter + "    # my change"
     reader.page.reload()
     reader.page.wait_for_load_state("load")
-    assert editor.input_value().endswith("# my change"), "the draft did not survive a reload"
+    content.wait_for()
+    assert content.inner_text().rstrip().endswith("# my change"), "the draft did not survive a reload"
     reader.page.click('[data-exercise="reset"]')
-    assert editor.input_value() == starter
+    assert text.input_value() == starter and "# my change" not in content.inner_text()
     reader.page.click("details.qb-bugs > summary")
     reader.screenshot(f"{q.id}-exercise")
     reader.assert_clean()
+
+
+def test_the_editor_loads_on_graded_pages_only(site, bank):
+    for q in bank:
+        assert ("assets/editor/editor.js" in read(site, page_of(q))) == bool(q.grader) or not (
+            site / "assets" / "editor" / "editor.js").is_file(), q.id
+    for page in ("index.html", "mock-interview/index.html", "questions/index.html"):
+        assert "assets/editor/editor.js" not in read(site, page), page
 
 
 def test_search_finds_a_question_by_its_id(reader, bank):
