@@ -18,7 +18,8 @@ _ID_IN_TITLE = re.compile(r"^(q\d\d)\s*[:·.\-]\s*")
 
 def navigation(questions) -> list:
     nav = [{"Home": "index.md"},
-           {"Practice": [{"All questions": TABLE_PAGE}, {"Mock interview": MOCK_PAGE}]}]
+           {"Practice": [{"All questions": TABLE_PAGE}, {"Mock interview": MOCK_PAGE},
+                         {"Numbers drill": "drill.md"}]}]
     for topic, items in by_topic(questions).items():
         if items:
             nav.append({TOPICS[topic]: [topic_uri(topic)]

@@ -944,6 +944,86 @@ def test_search_finds_a_question_by_its_key_terms(reader, bank, term):
     reader.assert_clean()
 
 
+def _drill_notebook() -> dict:
+    """A claims cell as a notebook has it, three claims marked for the drill (one across two
+    lines, one bare), one not marked, one with a value that cannot be scored on log error."""
+    source = (
+        'claim("critical batch B*", b_star, expect=221, rel=0.01,\n'
+        '      unit="sequences")  # drill: Llama 3.1 8B, BF16, one H100: the GEMMs\' critical batch?\n'
+        'claim("KV pool on H100 80GB", pool, expect=54.3, rel=0.005, unit="GiB")  # drill\n'
+        'claim("decode step at batch 64", step, expect=13.3, rel=0.01, unit="ms")  # drill: 8B on one H100, batch 64 at 2,048 tokens: the decode step?\n'
+        'claim("reference grade exit status", status, expect=0, abs=0)  # drill\n'
+        'claim("mutants in the catalogue", n, expect=10, abs=0)\n'
+        "claim.check()\n")
+    table = ("| claim | computed | stated | tolerance | unit | status |\n|---|---:|---:|---|---|---|\n"
+             "| critical batch B* | 221.4 | 221 | ±0.01 rel | sequences | ok |\n"
+             "| KV pool on H100 80GB | 54.3 | 54.3 | ±0.005 rel | GiB | ok |\n"
+             "| decode step at batch 64 | 13.31 | 13.3 | ±0.01 rel | ms | ok |\n"
+             "| reference grade exit status | 0 | 0 | exact |  | ok |\n"
+             "| mutants in the catalogue | 10 | 10 | exact |  | ok |")
+    return {"cells": [{"cell_type": "code", "source": source, "metadata": {}, "execution_count": 9,
+                       "outputs": [{"output_type": "display_data", "metadata": {},
+                                    "data": {"text/markdown": table, "text/plain": "..."}}]}]}
+
+
+def test_the_drill_reads_its_marks_from_the_claims_cell_source(bank):
+    from site_build import drill
+
+    q = bank[0]
+    got = drill.items(q, _drill_notebook())
+    assert [(i["claim"], i["value"], i["unit"]) for i in got] == [
+        ("critical batch B*", 221.4, "sequences"), ("KV pool on H100 80GB", 54.3, "GiB"),
+        ("decode step at batch 64", 13.31, "ms")]  # the exit status (0) cannot be guessed on log error
+    assert got[0]["question"] == "Llama 3.1 8B, BF16, one H100: the GEMMs' critical batch?"
+    assert got[1]["question"] == f"{q.title}: KV pool on H100 80GB?"
+    assert all(i["url"] == f"questions/{q.topic}/{q.slug}/" and i["qid"] == q.id for i in got)
+    broken = _drill_notebook()
+    broken["cells"][0]["outputs"] = []
+    from mkdocs.exceptions import PluginError
+    with pytest.raises(PluginError, match="claims table lacks"):
+        drill.items(q, broken)
+
+
+def test_a_numbers_drill_round_runs_start_to_finish_and_scores_guesses(reader, site, bank):
+    """Three numbers: a guess within 20% scores 2, one within 2x scores 1, one 10x off scores 0;
+    each answer links to its derivation and the score per topic survives a reload. Until the
+    notebooks mark claims for the drill, the round runs on the marks of a claims cell made here,
+    read by the same parser."""
+    from site_build import drill
+
+    items = json.loads(read(site, "assets/drill.json"))
+    if len(items) < 3:
+        items = drill.items(bank[0], _drill_notebook())
+        reader.page.route("**/assets/drill.json", lambda route: route.fulfill(
+            status=200, content_type="application/json", body=json.dumps(items)))
+    reader.open("drill/")
+    reader.page.select_option('select[name="count"]', "3")
+    reader.page.evaluate("() => { Math.random = () => 0.999; }")  # keep the order: no shuffle
+    reader.page.click(".qb-drill__setup button[type=submit]")
+    run = reader.page.locator(".qb-drill__run")
+    run.wait_for(state="visible")
+    by_question = {i["question"]: i for i in items}
+    for k, (factor, points) in enumerate([(1.1, 2), (0.6, 1), (10, 0)]):
+        assert reader.page.locator(".qb-drill__position").inner_text().startswith(f"Number {k + 1} of 3")
+        item = by_question[reader.page.locator(".qb-drill__question").inner_text()]
+        assert reader.page.locator(".qb-drill__unit").inner_text() == item["unit"]
+        reader.page.fill('input[name="guess"]', f"{item['value'] * factor:.6g}")
+        reader.page.click(".qb-drill__guess button")
+        verdict = reader.page.locator(".qb-drill__verdict")
+        assert verdict.get_attribute("data-points") == str(points), verdict.inner_text()
+        link = reader.page.locator(".qb-drill__result a")
+        assert link.get_attribute("href").endswith(item["url"] + "#answer")
+        if k == 0:
+            reader.screenshot("drill-answer", full_page=False)
+        reader.page.click('[data-drill="next"]')
+    assert reader.page.locator(".qb-drill__score").inner_text() == "Round over: 3 of 6 points."
+    reader.page.reload()
+    reader.page.wait_for_load_state("load")
+    rows = reader.page.locator(".qb-drill__topics tbody tr").all_inner_texts()
+    assert sum(int(r.split("\t")[1]) for r in rows) == 3 and any("of" in r for r in rows), rows
+    reader.assert_clean()
+
+
 def _discusses(q, term: str) -> bool:
     """Whether a question's prompt or its answer's prose (Markdown cells and Markdown outputs,
     not code) uses `term` as a word."""

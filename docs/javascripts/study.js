@@ -7,6 +7,7 @@
 // - the mock interview: a spoken or a coding round, questions drawn to fit the time budget,
 //   answers revealed at the end, self-scored against each rubric's points (the common wrong
 //   turn is a warning, never a point), results saved, listed and fed into the review queue;
+// - the numbers drill: a guess at a claim's number, scored on its ratio to the answer;
 // - answers: show or hide every code cell at once.
 (() => {
   "use strict";
@@ -535,6 +536,114 @@
     },
   };
 
+  // -- the numbers drill: guess a headline number, scored on the ratio ----------------------------
+  // 2 points within 20% of the answer, 1 within a factor of 2 (the ratio, either way), else 0.
+  const DRILL_KEY = "qb-drill-v1";
+  const parseGuess = (text) => {  // 1,200 · 1.2k · 3e-4 · 40%
+    const m = String(text).trim().replace(/[,_\s]/g, "").match(/^([0-9]*\.?[0-9]+(?:e[-+]?\d+)?)([kmgt]?)%?$/i);
+    if (!m) return NaN;
+    return Number(m[1]) * ({"": 1, k: 1e3, m: 1e6, g: 1e9, t: 1e12}[m[2].toLowerCase()]);
+  };
+  const drillScore = (guess, value) => {
+    const ratio = Math.max(guess / value, value / guess);
+    return {ratio, points: ratio <= 1.2 ? 2 : ratio <= 2 ? 1 : 0};
+  };
+  const fmt = (x) => (Math.abs(x) >= 1e4 || Math.abs(x) < 1e-2) ? x.toPrecision(3) : String(Number(x.toPrecision(4)));
+  const drill = {
+    init() {
+      this.root = document.querySelector(".qb-drill");
+      if (!this.root) return;
+      this.run = this.root.querySelector(".qb-drill__run");
+      this.root.querySelector(".qb-drill__setup").addEventListener("submit", (e) => { e.preventDefault(); this.start(); });
+      this.root.querySelector(".qb-drill__guess").addEventListener("submit", (e) => { e.preventDefault(); this.check(); });
+      this.root.addEventListener("click", (e) => {
+        const action = e.target.closest("[data-drill]");
+        if (action && action.dataset.drill === "next") this.next();
+        if (action && action.dataset.drill === "reset-scores") { localStorage.removeItem(DRILL_KEY); this.table(); }
+      });
+      this.table();
+    },
+    scores() { try { return JSON.parse(localStorage.getItem(DRILL_KEY)) || {}; } catch (e) { return {}; } },
+    table() {
+      const body = this.root.querySelector(".qb-drill__topics tbody");
+      body.innerHTML = "";
+      const scores = this.scores();
+      for (const [topic, s] of Object.entries(scores).sort()) {
+        const row = body.insertRow();
+        for (const text of [s.title, s.asked, s.within2x, s.within20, `${s.points} of ${2 * s.asked}`]) {
+          row.insertCell().textContent = text;
+        }
+      }
+      if (!body.rows.length) body.insertRow().insertCell().textContent = "No numbers guessed yet.";
+    },
+    async start() {
+      const items = await fetch(at("assets/drill.json")).then((r) => r.json());
+      const count = Number(new FormData(this.root.querySelector(".qb-drill__setup")).get("count")) || 5;
+      const problem = this.root.querySelector(".qb-drill__problem");
+      if (!items.length) { problem.textContent = "No claim is marked for the drill yet."; return; }
+      problem.textContent = "";
+      for (let i = items.length - 1; i > 0; i--) {
+        const j = Math.floor(Math.random() * (i + 1));
+        [items[i], items[j]] = [items[j], items[i]];
+      }
+      this.set = items.slice(0, count);
+      this.index = -1;
+      this.points = 0;
+      this.run.hidden = false;
+      this.root.querySelector(".qb-drill__score").textContent = "";
+      this.next();
+    },
+    next() {
+      this.index += 1;
+      if (this.index >= this.set.length) return this.finish();
+      const item = this.set[this.index];
+      this.run.querySelector(".qb-drill__position").textContent =
+        `Number ${this.index + 1} of ${this.set.length} · ${item.topic_title}`;
+      this.run.querySelector(".qb-drill__question").textContent = item.question;
+      this.run.querySelector(".qb-drill__unit").textContent = item.unit;
+      this.run.querySelector(".qb-drill__result").innerHTML = "";
+      const input = this.run.querySelector('input[name="guess"]');
+      input.value = "";
+      input.disabled = false;
+      this.run.querySelector(".qb-drill__guess button").disabled = false;
+      this.run.querySelector('[data-drill="next"]').hidden = true;
+      input.focus();
+    },
+    check() {
+      const item = this.set[this.index];
+      const input = this.run.querySelector('input[name="guess"]');
+      const guess = parseGuess(input.value);
+      const result = this.run.querySelector(".qb-drill__result");
+      if (!(guess > 0)) { result.textContent = "Give a positive number, e.g. 220, 1.5k or 3e-4."; return; }
+      const {ratio, points} = drillScore(guess, item.value);
+      this.points += points;
+      const verdict = points === 2 ? "within 20%" : points === 1 ? "within 2x" : "more than 2x off";
+      result.innerHTML = `<p class="qb-drill__verdict" data-points="${points}"></p><p>Answer: <strong></strong> ` +
+        `(<a href="${at(item.url).href}#answer"></a>).</p>`;
+      result.querySelector(".qb-drill__verdict").textContent =
+        `${verdict}: ${fmt(ratio)}x off, ${points} point${points === 1 ? "" : "s"}.`;
+      result.querySelector("strong").textContent = `${fmt(item.value)} ${item.unit}`.trim();
+      result.querySelector("a").textContent = `the derivation: ${item.qid} · ${item.title}`;
+      const scores = this.scores();
+      const s = scores[item.topic] || {title: item.topic_title, asked: 0, within2x: 0, within20: 0, points: 0};
+      s.asked += 1; s.within2x += points >= 1 ? 1 : 0; s.within20 += points === 2 ? 1 : 0; s.points += points;
+      scores[item.topic] = s;
+      try { localStorage.setItem(DRILL_KEY, JSON.stringify(scores)); } catch (e) { /* private mode */ }
+      this.table();
+      input.disabled = true;
+      this.run.querySelector(".qb-drill__guess button").disabled = true;
+      const next = this.run.querySelector('[data-drill="next"]');
+      next.hidden = false;
+      next.textContent = this.index + 1 < this.set.length ? "Next number" : "Finish the round";
+      next.focus();
+    },
+    finish() {
+      this.run.hidden = true;
+      this.root.querySelector(".qb-drill__score").textContent =
+        `Round over: ${this.points} of ${2 * this.set.length} points.`;
+    },
+  };
+
   // -- a graded exercise: the starter file in an editor, kept as a draft, downloadable -----------
   function exercise() {
     const box = document.querySelector(".qb-exercise");
@@ -653,6 +762,7 @@
   codeToggles();
   table.init();
   mock.init();
+  drill.init();
   refresh();
   window.addEventListener("storage", (e) => e.key === KEY && refresh());
 })();
