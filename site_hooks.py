@@ -13,7 +13,7 @@ from mkdocs.structure.files import File
 from mkdocs.utils import get_relative_url
 
 from site_build import (assets, bank_pages, drill, exercises, mock_interview, notebooks,
-                        question_table, search)
+                        question_table, search, starter_path)
 from site_build.layout import (BANK_JSON, MATHJAX_DIR, MOCK_PAGE, ROOT, TABLE_PAGE, answer_uri, bank,
                                by_topic, doc_notebooks, page_url, prompt_uri, topic_uri)
 
@@ -55,6 +55,7 @@ def on_files(files, config):
                                         content=bank_pages.topic_page(topic, items)))
     files.append(File.generated(config, TABLE_PAGE, content=question_table.table_page(questions)))
     files.append(File.generated(config, MOCK_PAGE, content=mock_interview.mock_page(questions)))
+    files.append(File.generated(config, starter_path.START_PAGE, content=starter_path.start_page(questions)))
     drilled = drill.all_items(questions)
     files.append(File.generated(config, drill.DRILL_PAGE, content=drill.drill_page(drilled)))
     files.append(File.generated(config, drill.DRILL_JSON, content=drill.drill_json(drilled)))

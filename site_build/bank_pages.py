@@ -17,7 +17,7 @@ _ID_IN_TITLE = re.compile(r"^(q\d\d)\s*[:·.\-]\s*")
 
 
 def navigation(questions) -> list:
-    nav = [{"Home": "index.md"},
+    nav = [{"Home": "index.md"}, {"Start here": "start-here.md"},
            {"Practice": [{"All questions": TABLE_PAGE}, {"Mock interview": MOCK_PAGE},
                          {"Numbers drill": "drill.md"}]}]
     for topic, items in by_topic(questions).items():

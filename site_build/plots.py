@@ -13,6 +13,10 @@ import struct
 from .layout import CACHE_DIR, ROOT
 
 _PLOT_TITLE = re.compile(r"""(?:(?:set_title|suptitle|\btitle)\(\s*|\btitle\s*=\s*)[rfbu]*(["'])(.+?)\1""")
+_AXIS = {axis: re.compile(rf"""(?:(?:set_)?{axis}label\(\s*|\b{axis}label\s*=\s*)[rfbu]*(["'])(.+?)\1""")
+         for axis in "xy"}
+_SERIES = re.compile(r"""(?<![\w])label\s*=\s*[rfbu]*(["'])(.+?)\1""")
+MAX_SERIES = 6
 
 
 def png_size(data: bytes) -> tuple[int, int] | None:
@@ -75,17 +79,39 @@ def plain(md_text: str) -> str:
 
 
 def title_text(literal: str) -> str:
-    """A plot title from its source literal: f-string fields and TeX markup dropped."""
-    text = re.sub(r"\{[^{}]*\}", "", literal).replace("$", "").replace("\\", "")
-    return re.sub(r"\s+", " ", text).strip(" :,")
+    """A plot title from its source literal: TeX markup dropped, each f-string field shown as …."""
+    text = re.sub(r"\{[^{}]*\}", "…", literal).replace("$", "").replace("\\", "")
+    text = re.sub(r"\s+", " ", text).strip(" :,-")
+    return "" if not text.strip("… ") else text
+
+
+def _found(pattern, code: str) -> list[str]:
+    out = []
+    for m in pattern.finditer(code):
+        text = title_text(m.group(2))
+        if text and text not in out:
+            out.append(text)
+    return out
 
 
 def alt(code: str, caption: str, k: int, n: int) -> str:
-    title = _PLOT_TITLE.search(code)
-    parts = ["Plot" + (f" {k} of {n}" if n > 1 else "")
-             + (f": {title_text(title.group(2))}" if title else "")]
-    if caption:
+    """What the plot shows, from the code that drew it: its title(s), what each axis measures,
+    and the series its legend names. Only a plot whose code names none of these falls back to
+    the prose before it (`caption`)."""
+    titles, xs, ys = _found(_PLOT_TITLE, code), _found(_AXIS["x"], code), _found(_AXIS["y"], code)
+    series = _found(_SERIES, code)
+    parts = ["Plot" + (f" {k} of {n}" if n > 1 else "") + (f": {'; '.join(titles)}" if titles else "")]
+    axes = []
+    if xs:
+        axes.append("horizontal axis: " + " / ".join(xs))
+    if ys:
+        axes.append("vertical axis: " + " / ".join(ys))
+    if axes:
+        text = "; ".join(axes)
+        parts.append(text[0].upper() + text[1:])
+    if series:
+        more = len(series) - MAX_SERIES
+        parts.append("Series: " + ", ".join(series[:MAX_SERIES]) + (f" and {more} more" if more > 0 else ""))
+    if not (titles or axes) and caption:
         parts.append(caption)
     return html.escape(". ".join(parts), quote=True)
-
-

@@ -248,6 +248,7 @@ def test_every_plot_is_a_file_with_alt_text(site, bank):
         for img in images:
             assert img["src"].startswith("../../../assets/plots/"), (q.id, img["src"][:60])
             assert len(img.get("alt", "")) > 20 and "No description" not in img["alt"], (q.id, img)
+            assert "axis: " in img["alt"] or re.match(r"Plot( \d+ of \d+)?: ", img["alt"]), (q.id, img["alt"])
             assert img.get("width") and img.get("height"), q.id
             # sharp screens: a 2x file beside the 1x one, the browser picks (notebooks are retina)
             plain, sharp = re.fullmatch(r"(\S+\.png) 1x, (\S+\.png) 2x", img.get("srcset", "")).groups()
@@ -295,6 +296,32 @@ def test_graded_questions_show_starter_reference_and_every_bug_they_catch(site, 
             assert mutant.label in bug, (q.id, mutant.name)
             assert 'class="gd"' in bug or 'class="gi"' in bug, f"{q.id}: {mutant.name} shows no diff"
         assert "qb-exercise" not in page[page.index('<div class="qb-prompt">'):page.index("</div>\n<search-exclude")]
+
+
+def test_tags_are_a_small_shared_vocabulary_and_difficulty_is_spread(bank):
+    """30-40 tags, each on two or more questions, so the tag filter groups questions; and the
+    difficulty labels use all three levels."""
+    counts: dict[str, int] = {}
+    for q in bank:
+        for t in q.tags:
+            counts[t] = counts.get(t, 0) + 1
+    assert 30 <= len(counts) <= 40, f"{len(counts)} tags"
+    assert not [t for t, n in counts.items() if n < 2], [t for t, n in counts.items() if n < 2]
+    levels = {d: sum(q.difficulty == d for q in bank) for d in DIFFICULTIES}
+    assert all(n >= len(bank) // 6 for n in levels.values()), levels
+
+
+def test_the_starter_path_visits_every_topic_in_order(site, bank):
+    from site_build.starter_path import ROUTE
+
+    page = read(site, "start-here/index.html")
+    links = re.findall(r'<li><a href="\.\./questions/([^/]+)/([^/]+)/">(q\d\d)', page)
+    assert [qid for _, _, qid in links] == [qid for qid, _ in ROUTE], links
+    by_id = {q.id: q for q in bank}
+    assert {by_id[qid].topic for qid, _ in ROUTE} == {q.topic for q in bank}, "a topic has no first stop"
+    for topic, slug, qid in links:
+        assert (topic, slug) == (by_id[qid].topic, by_id[qid].slug), qid
+    assert 'href="start-here/"' in read(site, "index.html")
 
 
 def test_previous_and_next_stay_within_the_topic(site, bank):
@@ -401,7 +428,8 @@ def test_a_notebook_renders_short_answer_first_code_folded_rubric_extracted(tmp_
         ("code", "import math\nx = 2"),
         ("markdown", "## Short answer\n\nAbout **42 ms** per step, memory-bound."),
         ("markdown", "## Derivation\n\nThe step time grows with the batch, as the plot shows."),
-        ("code", "ax.set_title('Step time against batch')"),
+        ("code", "ax.set_title('Step time against batch')\nax.set_xlabel('batch')\n"
+                 "ax.set_ylabel(f'step time ({unit})')\nax.plot(b, t, label='H100')"),
         ("markdown", "## Rubric\n\n- names both operands\n- states units,\n  GB vs GiB\n"
                      "- Common wrong turn: uses the **PCIe** peak\n\n## Sources\n\n- a datasheet"),
     ]
@@ -427,7 +455,8 @@ def test_a_notebook_renders_short_answer_first_code_folded_rubric_extracted(tmp_
         "names both operands", "states units, GB vs GiB"]
     assert answer.wrong_turn == "uses the <strong>PCIe</strong> peak"
     img = refs(answer.body).images[0]
-    assert img["alt"].startswith("Plot: Step time against batch. The step time grows")
+    assert img["alt"] == ("Plot: Step time against batch. Horizontal axis: batch; vertical axis: "
+                          "step time (…). Series: H100"), img["alt"]  # from the code, not the prose
     assert (img["width"], img["height"]) == ("2", "3")
     assert not answer.has_math
 
