@@ -13,7 +13,7 @@ from mkdocs.structure.files import File
 from mkdocs.utils import get_relative_url
 
 from site_build import (assets, bank_pages, drill, exercises, mock_interview, notebooks,
-                        question_table, search, starter_path)
+                        question_table, search, source_links, starter_path)
 from site_build.layout import (BANK_JSON, MATHJAX_DIR, MOCK_PAGE, ROOT, TABLE_PAGE, answer_uri, bank,
                                by_topic, doc_notebooks, page_url, prompt_uri, topic_uri)
 
@@ -97,16 +97,17 @@ def on_page_content(html_text, page, config, files):
         prompt, _, rest = html_text.replace(f"<p>{mark}</p>", mark).partition(mark)
         exercise = (exercises.exercise_html(q, config, _build["browser_grader"]) + rest
                     if q.grader else "")
-        return (f'<div class="qb-prompt">{prompt}</div>\n{exercise}\n'
-                + notebooks.answer_section(q, answer, page.url) + bank_pages.practice(q))
+        return source_links.link_sources(
+            f'<div class="qb-prompt">{prompt}</div>\n{exercise}\n'
+            + notebooks.answer_section(q, answer, page.url) + bank_pages.practice(q))
     mark = notebooks.NOTEBOOK_MARK
     if mark in html_text:  # a notebook page of its own (docs/*.ipynb)
         src = ROOT / "docs" / (Path(page.file.src_uri).stem + ".ipynb")
         answer = notebooks.render_notebook(src, config, page.url, prefix="", plots=_build["plots"])
         page.meta["mathjax"] = answer.has_math
         body = notebooks.doc_notebook_body(src, answer, page.url)
-        return html_text.replace(f"<p>{mark}</p>", mark).replace(mark, body)
-    return html_text
+        return source_links.link_sources(html_text.replace(f"<p>{mark}</p>", mark).replace(mark, body))
+    return source_links.link_sources(html_text)
 
 
 def on_page_context(context, page, config, nav):

@@ -266,19 +266,18 @@ def answer_section(q: Question, answer: Answer, url: str) -> str:
     """A question page's reference answer, folded away: the short answer first, the notebook,
     how to run it yourself; kept out of the search index."""
     download = get_relative_url(answer_uri(q), url)
-    run = (f'<p class="qb-run">Run it yourself: download <a href="{download}" download>'
-           f"{q.notebook_path.name}</a>, or from a clone, after "
-           "<code>pip install -e '.[dev]'</code>: <code>python scripts/execute_notebooks.py "
-           f"{answer_uri(q)}</code> re-executes it in place, and <code>pytest {answer_uri(q)}"
-           "</code> re-executes it and checks every output.</p>")
+    run = (f'<p class="qb-run">Run it yourself: after the README\'s install, '
+           f"<code>jupyter lab {answer_uri(q)}</code>, change an assumption and re-run all: the "
+           f'last cell says which claims moved (or <a href="{download}" download>download '
+           f"{q.notebook_path.name}</a>).</p>")
     short = (f'<section class="qb-short" aria-label="Short answer">\n{answer.short}\n</section>\n'
              if answer.short else "")
     return excluded(
         f'<details class="qb-answer" id="answer">\n'
         f"<summary>Reference answer: show the worked solution</summary>\n"
-        f'<div class="qb-answer__bar">{code_toggle()}</div>\n'
+        f'<div class="qb-answer__bar">{code_toggle()}{run}</div>\n'
         f"{hide_heading_ids(short)}"
-        f'<div class="qb-notebook">\n{hide_heading_ids(answer.body)}\n</div>\n{run}\n</details>') + "\n"
+        f'<div class="qb-notebook">\n{hide_heading_ids(answer.body)}\n</div>\n</details>') + "\n"
 
 
 def doc_notebook_page(path: Path) -> str:

@@ -195,7 +195,9 @@ def test_question_page_puts_the_prompt_first_and_folds_the_answer(site, bank):
         assert 'class="qb-notebook"' in page[answer:], f"{q.id}: the notebook is not rendered"
         assert f'href="../../../notebooks/{q.topic}/{q.slug}.ipynb"' in page, f"{q.id}: no download"
         assert (site / "notebooks" / q.topic / f"{q.slug}.ipynb").is_file(), q.id
-        assert "scripts/execute_notebooks.py" in page and "pip install -e '.[dev]'" in page, q.id
+        run = re.search(r'<p class="qb-run">(.*?)</p>', page, re.S)
+        assert run and f"<code>jupyter lab notebooks/{q.topic}/{q.slug}.ipynb</code>" in run.group(1), q.id
+        assert page.index('class="qb-run"') < page.index('class="qb-notebook"'), f"{q.id}: run line not on top"
 
 
 def test_ids_are_in_titles(site, bank):
@@ -322,6 +324,27 @@ def test_the_starter_path_visits_every_topic_in_order(site, bank):
     for topic, slug, qid in links:
         assert (topic, slug) == (by_id[qid].topic, by_id[qid].slug), qid
     assert 'href="start-here/"' in read(site, "index.html")
+
+
+def test_engine_citations_link_to_the_file_at_its_release(site, bank):
+    """Every cited file's code span on a page links to that file at the cited release, as
+    solutions.engines.source_url gives it; a link or a code block is left alone."""
+    engines = pytest.importorskip("solutions.engines", reason="solutions/engines.py (the engine helper's) is not merged yet")
+    from site_build.source_links import link_sources
+
+    text = ('<p>See <code>vllm==0.33.0:vllm/config/scheduler.py</code> '
+            '<code>long_prefill_token_threshold: int = 0</code>.</p>'
+            '<pre><code>vllm==0.33.0:vllm/x.py</code></pre>')
+    cited = engines.Citation(dist="vllm", version="0.33.0", path="vllm/config/scheduler.py", fragment="", line=0)
+    out = link_sources(text)
+    assert f'<a class="qb-source" href="{engines.source_url(cited)}"' in out
+    assert out.count('class="qb-source"') == 1 and "<code>long_prefill_token_threshold" in out
+    unlinked = []
+    for q in bank:
+        page = read(site, page_of(q))
+        bare = re.findall(r"(?<!>)<code>((?:vllm|sglang)==\d[\w.]*:[^<\s]+)</code>", page)
+        unlinked += [f"{q.id}: {c}" for c in bare if f'title="the file at this release"><code>{c}</code>' not in page]
+    assert not unlinked, unlinked[:5]
 
 
 def test_previous_and_next_stay_within_the_topic(site, bank):
