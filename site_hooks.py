@@ -61,7 +61,8 @@ def on_files(files, config):
     files.append(File.generated(config, drill.DRILL_JSON, content=drill.drill_json(drilled)))
     for nb in doc_notebooks():
         files.append(File.generated(config, nb.stem + ".md", content=notebooks.doc_notebook_page(nb)))
-    files.append(File.generated(config, BANK_JSON, content=mock_interview.bank_json(
+    files.append(File.generated(config, BANK_JSON, content=mock_interview.bank_json(questions)))
+    files.append(File.generated(config, mock_interview.RUBRICS_JSON, content=mock_interview.rubrics_json(
         questions, lambda q: _answer(q, config))))
     for src, uri in assets.mathjax_files():
         files.append(File.generated(config, uri, abs_src_path=str(src)))

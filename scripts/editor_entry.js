@@ -4,13 +4,12 @@
 // one source of truth (study.js keeps it as a draft, downloads it, checks it in the browser),
 // and the editor writes every change back to it and follows it when study.js changes it.
 import {EditorState} from "@codemirror/state";
-import {EditorView, drawSelection, highlightActiveLine, highlightActiveLineGutter, keymap,
-        lineNumbers} from "@codemirror/view";
+import {EditorView, drawSelection, highlightActiveLineGutter, keymap, lineNumbers} from "@codemirror/view";
 import {defaultKeymap, history, historyKeymap, indentWithTab} from "@codemirror/commands";
 import {HighlightStyle, bracketMatching, indentOnInput, indentUnit,
         syntaxHighlighting} from "@codemirror/language";
 import {tags as t} from "@lezer/highlight";
-import {python} from "@codemirror/lang-python";
+import {pythonLanguage} from "@codemirror/lang-python";  // the grammar alone: no completions
 
 // Material's own code colours (its CSS variables), so the editor matches the code blocks
 // in both colour schemes.
@@ -38,9 +37,9 @@ function attach(textarea) {
     state: EditorState.create({
       doc: textarea.value,
       extensions: [
-        lineNumbers(), highlightActiveLineGutter(), highlightActiveLine(), history(),
+        lineNumbers(), highlightActiveLineGutter(), history(),
         drawSelection(), indentOnInput(), bracketMatching(), indentUnit.of("    "),
-        syntaxHighlighting(colours), python(),
+        syntaxHighlighting(colours), pythonLanguage,
         keymap.of([indentWithTab, ...defaultKeymap, ...historyKeymap]),
         EditorView.contentAttributes.of({
           "aria-label": label ? label.textContent.trim() : "Code editor",

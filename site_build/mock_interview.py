@@ -1,5 +1,5 @@
-"""The mock interview: its page (setup, the run against the clock, the review), and the bank as
-JSON for the browser (the table, progress and the mock interview read it)."""
+"""The mock interview: its page (setup, the run against the clock, the review); the bank as JSON
+for the browser (the table, progress and the mock interview read it), and the rubrics apart."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import json
 from solutions.bank import TOPICS
 
 from .layout import by_topic, page_url
+
+RUBRICS_JSON = "assets/rubrics.json"  # loaded by the mock interview only
 
 MINUTES = {"easy": 8, "medium": 12, "hard": 15}  # a spoken round's time per question
 CODING_MINUTES = 35  # a coding round's time per graded exercise (write it, then run the grader)
@@ -75,13 +77,19 @@ def mock_page(questions) -> str:
         "</section>\n</div>\n")
 
 
-def bank_json(questions, answer) -> str:
-    """What the browser needs about each question; `answer(q)` is its rendered notebook (the
-    rubric's points and its wrong turn, kept apart)."""
+def bank_json(questions) -> str:
+    """What every page's script needs about each question (progress, the table, the mock
+    interview's draw); kept small, since every page loads it."""
     return json.dumps([{
         "id": q.id, "title": q.title, "topic": q.topic, "topic_title": TOPICS[q.topic],
         "tags": list(q.tags), "difficulty": q.difficulty, "graded": bool(q.grader),
         "url": page_url(q),
         "minutes": CODING_MINUTES if q.grader else MINUTES[q.difficulty],
-        "rubric": answer(q).rubric, "wrong_turn": answer(q).wrong_turn,
     } for q in questions], ensure_ascii=False, indent=1)
+
+
+def rubrics_json(questions, answer) -> str:
+    """Each question's rubric for the mock interview's review, which alone loads it: its points
+    and, apart, its common wrong turn; `answer(q)` is the rendered notebook."""
+    return json.dumps({q.id: {"rubric": answer(q).rubric, "wrong_turn": answer(q).wrong_turn}
+                       for q in questions}, ensure_ascii=False, indent=1)

@@ -383,6 +383,7 @@
       const pool = (await bank()).filter((q) => this.round === "coding" ? q.graded
         : !q.graded && topics.includes(q.topic));
       this.set = this.draw(pool, this.budget);
+      this.rubrics = this.rubrics || fetch(at("assets/rubrics.json")).then((r) => r.json());
       if (!this.set.length) {
         problem.textContent = pool.length ? `No question fits ${this.budget} minutes: pick a longer budget.`
           : "Pick at least one topic.";
@@ -393,6 +394,8 @@
       this.notes = this.set.map(() => "");
       this.pages = await Promise.all(this.set.map((q) => fetch(at(q.url)).then((r) => r.text())
         .then((text) => new DOMParser().parseFromString(text, "text/html"))));
+      const rubrics = await this.rubrics;
+      this.set = this.set.map((q) => Object.assign({}, q, rubrics[q.id] || {rubric: [], wrong_turn: ""}));
       this.index = 0;
       this.setup.hidden = true;
       this.past.hidden = true;
@@ -735,7 +738,7 @@
 
   // -- a visible cue on what scrolls sideways (site.css draws it on [data-qb-overflows]) ---------
   const SCROLLERS = ".md-typeset__scrollwrap, .md-typeset table:not([class]), pre.qb-out, .qb-out-html, .qb-table, div.arithmatex, " +
-    'mjx-container[display="true"], .md-typeset pre > code, .qb-exercise__report';
+    'mjx-container[display="true"], .md-typeset pre > code, .qb-exercise__report, .cm-scroller';
   function scrollCues() {
     const mark = (el) => el.toggleAttribute("data-qb-overflows", el.scrollWidth > el.clientWidth + 1);
     const watched = new WeakSet();
