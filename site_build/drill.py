@@ -7,7 +7,8 @@ claims cell (the cell that calls `claim.check()`), so marking one needs no re-ex
           unit="sequences")  # drill: Llama 3.1 8B, BF16, one H100: the GEMMs' critical batch?
 
 `# drill:` is followed by the question as a reader is asked it, with its givens; a bare
-`# drill` asks "<question title>: <claim name>?". The comment may sit on any line of the call.
+`# drill` asks "<question title>: <claim name>?". The comment may sit on any line of the call;
+a claim named by an f-string is matched to the one row of the table it fills in.
 The answer is the value the notebook computed (its claims table output) with the claim's unit;
 a claim with a value that is not positive is never drilled (a guess is scored on log error).
 """
@@ -81,6 +82,10 @@ def items(q, nb: dict) -> list[dict]:
     values = computed(cell)
     out = []
     for name, question in marked(cell):
+        if "{" in name:  # an f-string name: the table holds it with its fields filled in
+            pattern = re.compile(re.sub(r"\\\{[^}]*\\\}", ".+?", re.escape(name)) + "$")
+            filled = [n for n in values if pattern.match(n)]
+            name = filled[0] if len(filled) == 1 else name
         if name not in values:
             raise PluginError(f"{q.id}: the drill marks claim {name!r}, which its claims table lacks "
                              "(re-execute the notebook?)")

@@ -1012,13 +1012,15 @@ def _drill_notebook() -> dict:
         'claim("decode step at batch 64", step, expect=13.3, rel=0.01, unit="ms")  # drill: 8B on one H100, batch 64 at 2,048 tokens: the decode step?\n'
         'claim("reference grade exit status", status, expect=0, abs=0)  # drill\n'
         'claim("mutants in the catalogue", n, expect=10, abs=0)\n'
+        'claim(f"step at batch {B}", step, expect=13.3, rel=0.01, unit="ms")  # drill\n'
         "claim.check()\n")
     table = ("| claim | computed | stated | tolerance | unit | status |\n|---|---:|---:|---|---|---|\n"
              "| critical batch B* | 221.4 | 221 | ±0.01 rel | sequences | ok |\n"
              "| KV pool on H100 80GB | 54.3 | 54.3 | ±0.005 rel | GiB | ok |\n"
              "| decode step at batch 64 | 13.31 | 13.3 | ±0.01 rel | ms | ok |\n"
              "| reference grade exit status | 0 | 0 | exact |  | ok |\n"
-             "| mutants in the catalogue | 10 | 10 | exact |  | ok |")
+             "| mutants in the catalogue | 10 | 10 | exact |  | ok |\n"
+             "| step at batch 64 | 13.31 | 13.3 | ±0.01 rel | ms | ok |")
     return {"cells": [{"cell_type": "code", "source": source, "metadata": {}, "execution_count": 9,
                        "outputs": [{"output_type": "display_data", "metadata": {},
                                     "data": {"text/markdown": table, "text/plain": "..."}}]}]}
@@ -1031,7 +1033,8 @@ def test_the_drill_reads_its_marks_from_the_claims_cell_source(bank):
     got = drill.items(q, _drill_notebook())
     assert [(i["claim"], i["value"], i["unit"]) for i in got] == [
         ("critical batch B*", 221.4, "sequences"), ("KV pool on H100 80GB", 54.3, "GiB"),
-        ("decode step at batch 64", 13.31, "ms")]  # the exit status (0) cannot be guessed on log error
+        ("decode step at batch 64", 13.31, "ms"),  # the exit status (0) cannot be guessed on log error
+        ("step at batch 64", 13.31, "ms")]  # an f-string name, as its table fills it in
     assert got[0]["question"] == "Llama 3.1 8B, BF16, one H100: the GEMMs' critical batch?"
     assert got[1]["question"] == f"{q.title}: KV pool on H100 80GB?"
     assert all(i["url"] == f"questions/{q.topic}/{q.slug}/" and i["qid"] == q.id for i in got)
