@@ -67,7 +67,8 @@ def test_the_browser_grader_prints_what_the_cli_prints(chromium, server, build, 
         out = reader.page.locator(".qb-exercise__report")
         mutant = mutants.catalogue(ex)[0]
         for name, source in (("reference", ex.reference.read_text(encoding="utf-8")), (mutant.name, mutant.source())):
-            reader.page.fill("textarea.qb-editor", source)
+            reader.page.locator("textarea.qb-editor").evaluate(  # the file the editor holds
+                "(el, text) => { el.value = text; el.dispatchEvent(new Event('input')); }", source)
             reader.page.evaluate("() => { delete document.querySelector('.qb-exercise__report').dataset.exit; }")
             cpu = _browser_cpu_seconds()
             reader.page.click('[data-exercise="check"]')

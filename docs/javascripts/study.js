@@ -1,9 +1,13 @@
 // The study site's behaviour, all in the reader's browser: nothing is sent anywhere.
 // - progress: "done" and a confidence per question, kept in localStorage; ticks in the
-//   navigation, a progress bar per topic;
-// - the question table: filter by topic, difficulty, tag, graded, done; sort by any column;
-// - the mock interview: a random set of prompts against the clock, answers revealed at the end,
-//   self-scored against each answer's rubric;
+//   navigation, a progress bar per topic; export and import as a file;
+// - the review queue: a Leitner rule over the rated questions (see REVIEW_DAYS), due today on
+//   the home page;
+// - the question table: filter by topic, difficulty, tag, graded, done, confidence, due; sort;
+// - the mock interview: a spoken or a coding round, questions drawn to fit the time budget,
+//   answers revealed at the end, self-scored against each rubric's points (the common wrong
+//   turn is a warning, never a point), results saved, listed and fed into the review queue;
+// - the numbers drill: a guess at a claim's number, scored on its ratio to the answer;
 // - answers: show or hide every code cell at once.
 (() => {
   "use strict";
@@ -27,6 +31,117 @@
     },
     done(id) { return Boolean(this.get(id).done); },
   };
+
+  // -- the review queue: a Leitner rule ------------------------------------------------------
+  // Box 1 is reviewed the next day, box 2 in 3 days, box 3 in a week, then 14, 30, 60 days.
+  // A rating puts a question in a box: shaky in box 1, getting there in box 2, could teach it
+  // in box 3, or one box up when it was already there (or higher) and due: each success spaces
+  // it further. A rating is the review: the question leaves today's queue with its next date.
+  const REVIEW_DAYS = [1, 3, 7, 14, 30, 60];
+  const CONFIDENCE = {1: "shaky", 2: "getting there", 3: "could teach it"};
+  const day = (date) => {  // the reader's local calendar day, YYYY-MM-DD
+    const d = date || new Date();
+    return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, "0")}-${String(d.getDate()).padStart(2, "0")}`;
+  };
+  const addDays = (iso, n) => {
+    const [y, m, d] = iso.split("-").map(Number);
+    return day(new Date(y, m - 1, d + n));
+  };
+  const review = {
+    rate(id, confidence) {
+      const before = progress.get(id);
+      const today = day();
+      const due = before.due && before.due <= today;
+      let box = confidence;  // 1, 2 or 3
+      if (confidence === 3 && (before.box || 0) >= 3) {
+        box = due ? Math.min(REVIEW_DAYS.length, before.box + 1) : before.box;
+      }
+      const next = addDays(today, REVIEW_DAYS[box - 1]);
+      progress.set(id, {confidence, box, due: next, reviewed: today});
+      return next;
+    },
+    isDue(state) { return Boolean(state.due) && state.due <= day(); },
+    dueNow() {
+      return Object.entries(progress.all()).filter(([, s]) => this.isDue(s)).map(([id]) => id).sort();
+    },
+    when(state) {
+      if (!state.due) return "";
+      return this.isDue(state) ? "due today" : `next review ${state.due}`;
+    },
+  };
+
+  // -- progress as a file: every qb- key of localStorage, out and back in ----------------------
+  const FILE_FORMAT = "llm-inference-bank-progress";
+  const progressFile = {
+    dump() {
+      const keys = {};
+      for (let i = 0; i < localStorage.length; i++) {
+        const k = localStorage.key(i);
+        if (k.startsWith("qb-")) keys[k] = localStorage.getItem(k);
+      }
+      return {format: FILE_FORMAT, version: 1, exported: new Date().toISOString(), keys};
+    },
+    load(data) {
+      if (!data || data.format !== FILE_FORMAT || typeof data.keys !== "object") {
+        throw new Error("not a progress file exported by this site");
+      }
+      for (const [k, v] of Object.entries(data.keys)) {
+        if (k.startsWith("qb-") && typeof v === "string") localStorage.setItem(k, v);
+      }
+      return Object.keys(JSON.parse(data.keys[KEY] || "{}")).length;
+    },
+  };
+
+  function reviewQueue(questions) {
+    const box = document.querySelector(".qb-review");
+    if (!box) return;
+    const byId = new Map(questions.map((q) => [q.id, q]));
+    const due = review.dueNow().filter((id) => byId.has(id));
+    const rated = Object.values(progress.all()).filter((s) => s.due).length;
+    box.querySelector(".qb-review__summary").textContent = due.length
+      ? `Due today: ${due.length} of the ${rated} questions you have rated.`
+      : rated ? `Nothing is due today (${rated} questions in the queue).`
+        : "Nothing is due: rate your confidence at the end of a question page to put it in the queue.";
+    const list = box.querySelector(".qb-review__due");
+    list.innerHTML = "";
+    for (const id of due) {
+      const q = byId.get(id);
+      const item = document.createElement("li");
+      const link = document.createElement("a");
+      link.href = at(q.url).href;
+      link.textContent = `${q.id} · ${q.title}`;
+      item.append(link, ` (${CONFIDENCE[progress.get(id).confidence] || "rated"})`);
+      list.appendChild(item);
+    }
+  }
+
+  function progressFileButtons() {
+    const box = document.querySelector(".qb-review");
+    if (!box) return;
+    const said = box.querySelector(".qb-review__saved");
+    box.querySelector('[data-progress="export"]').addEventListener("click", () => {
+      const link = document.createElement("a");
+      link.href = URL.createObjectURL(new Blob([JSON.stringify(progressFile.dump(), null, 1)],
+                                               {type: "application/json"}));
+      link.download = `inference-bank-progress-${day()}.json`;
+      document.body.appendChild(link);
+      link.click();
+      link.remove();
+      said.textContent = "Exported: the file holds everything this site keeps in this browser.";
+    });
+    box.querySelector('[data-progress="import"]').addEventListener("change", async (e) => {
+      const file = e.target.files[0];
+      if (!file) return;
+      try {
+        const n = progressFile.load(JSON.parse(await file.text()));
+        said.textContent = `Imported the progress of ${n} questions.`;
+      } catch (err) {
+        said.textContent = `Not imported: ${err.message}.`;
+      }
+      e.target.value = "";
+      refresh();
+    });
+  }
 
   let bankRequest = null;
   const bank = () => (bankRequest = bankRequest ||
@@ -66,7 +181,9 @@
     bank().then((questions) => {
       markNavigation(questions);
       fillProgressBars(questions);
+      reviewQueue(questions);
       table.refresh();
+      mock.history(questions);
     }).catch(() => {});
   }
 
@@ -78,19 +195,38 @@
     const done = box.querySelector(".qb-practice__done");
     const saved = box.querySelector(".qb-practice__saved");
     const state = progress.get(id);
+    const due = box.querySelector(".qb-practice__due");
+    const showDue = () => {
+      const now = progress.get(id);
+      due.textContent = now.due ? (review.isDue(now) ? "Due for review today: rate it again."
+        : `Next review: ${now.due}.`) : "Rate it to put it in the review queue.";
+    };
     done.checked = Boolean(state.done);
     for (const radio of box.querySelectorAll('input[name="qb-confidence"]')) {
       radio.checked = String(state.confidence || "") === radio.value;
       radio.addEventListener("change", () => {
-        progress.set(id, {confidence: Number(radio.value)});
-        saved.textContent = "Saved in this browser.";
+        const next = review.rate(id, Number(radio.value));
+        saved.textContent = `Saved in this browser; next review ${next}.`;
+        showDue();
+        refresh();
       });
     }
+    showDue();
     done.addEventListener("change", () => {
       progress.set(id, {done: done.checked});
       saved.textContent = done.checked ? "Marked done, saved in this browser." : "Marked not done.";
       refresh();
     });
+  }
+
+  // -- a link into the folded answer (a search hit in it) opens the answer -----------------------
+  function openLinkedAnswer() {
+    const id = decodeURIComponent(location.hash.slice(1));
+    const target = id && document.getElementById(id);
+    const answer = target && target.closest("details.qb-answer");
+    if (!answer) return;
+    answer.open = true;
+    (target.closest("h2, h3, h4") || target).scrollIntoView();
   }
 
   // -- answers: every code cell at once --------------------------------------------------------
@@ -133,9 +269,17 @@
       let shown = 0;
       const rows = [...this.el.tBodies[0].rows];
       for (const row of rows) {
-        const done = progress.done(row.dataset.qid);
+        const state = progress.get(row.dataset.qid);
+        const done = Boolean(state.done);
         row.dataset.done = done ? "yes" : "no";
         row.querySelector(".qb-done-cell").textContent = done ? "yes" : "no";
+        row.dataset.confidence = String(state.confidence || 0);
+        const confidence = row.querySelector(".qb-confidence-cell");
+        confidence.textContent = CONFIDENCE[state.confidence] || "not rated";
+        confidence.dataset.rank = row.dataset.confidence;
+        row.dataset.due = !state.due ? "none" : review.isDue(state) ? "now" : "later";
+        row.querySelector(".qb-due-cell").textContent = !state.due ? ""
+          : review.isDue(state) ? `${state.due} (due)` : state.due;
         const keep = Object.entries(want).every(([name, value]) => name === "tag"
           ? row.dataset.tags.split(" ").includes(value) : row.dataset[name] === value);
         row.hidden = !keep;
@@ -169,6 +313,7 @@
   };
 
   // -- the mock interview -------------------------------------------------------------------------
+  const MOCK_KEY = "qb-mock-v1";  // the saved results, newest last
   const mock = {
     init() {
       this.root = document.querySelector(".qb-mock");
@@ -176,38 +321,87 @@
       this.setup = this.root.querySelector(".qb-mock__setup");
       this.run = this.root.querySelector(".qb-mock__run");
       this.review = this.root.querySelector(".qb-mock__review");
+      this.past = this.root.querySelector(".qb-mock__history");
       this.setup.addEventListener("submit", (e) => { e.preventDefault(); this.start(); });
+      this.setup.addEventListener("change", () => this.showTopics());
       this.root.addEventListener("click", (e) => {
         const action = e.target.closest("[data-mock]");
         if (action) this[action.dataset.mock]();
       });
       this.root.addEventListener("change", (e) => {
-        if (e.target.matches(".qb-rubric input")) this.score();
+        if (e.target.matches(".qb-rubric input, .qb-wrong-turn input")) this.score();
       });
+      this.showTopics();
+    },
+    showTopics() {
+      const coding = new FormData(this.setup).get("round") === "coding";
+      this.setup.querySelector(".qb-mock__topics").hidden = coding;
+    },
+    saved() {
+      try { return JSON.parse(localStorage.getItem(MOCK_KEY)) || []; } catch (e) { return []; }
+    },
+    history() {
+      if (!this.root) return;
+      const results = this.saved();
+      const table = this.past.querySelector(".qb-mock__results");
+      this.past.querySelector(".qb-mock__none").hidden = results.length > 0;
+      table.hidden = results.length === 0;
+      const body = table.tBodies[0];
+      body.innerHTML = "";
+      for (const r of results.slice().reverse()) {
+        const row = body.insertRow();
+        const got = r.questions.reduce((n, q) => n + q.got, 0);
+        const of = r.questions.reduce((n, q) => n + q.of, 0);
+        const turns = r.questions.filter((q) => q.wrong_turn).length;
+        const cells = [new Date(r.at).toLocaleString(), `${r.round}, ${r.minutes} min`,
+          r.questions.map((q) => `${q.id} ${q.got}/${q.of}`).join(", "),
+          `${of ? Math.round((100 * got) / of) : 0}%` + (turns ? `, ${turns} wrong turn${turns > 1 ? "s" : ""}` : "")];
+        for (const text of cells) row.insertCell().textContent = text;
+      }
+    },
+    // Questions drawn in a random order, each kept if it still fits the budget: the clock runs
+    // for the questions drawn (their minutes summed), never past the budget.
+    draw(pool, budget) {
+      const shuffled = pool.slice();
+      for (let i = shuffled.length - 1; i > 0; i--) {  // Fisher-Yates shuffle
+        const j = Math.floor(Math.random() * (i + 1));
+        [shuffled[i], shuffled[j]] = [shuffled[j], shuffled[i]];
+      }
+      const set = [];
+      let used = 0;
+      for (const q of shuffled) {
+        if (used + q.minutes <= budget) { set.push(q); used += q.minutes; }
+      }
+      return set;
     },
     async start() {
       const form = new FormData(this.setup);
+      this.round = form.get("round") === "coding" ? "coding" : "spoken";
       const topics = form.getAll("topic");
-      const count = Math.max(1, Number(form.get("count")) || 3);
-      this.seconds = Number(form.get("minutes")) * 60;
-      const questions = (await bank()).filter((q) => topics.includes(q.topic));
-      if (!questions.length) {
-        this.setup.querySelector("fieldset legend").textContent = "Topics: pick at least one";
+      this.budget = Number(form.get("minutes"));
+      const problem = this.setup.querySelector(".qb-mock__problem");
+      const pool = (await bank()).filter((q) => this.round === "coding" ? q.graded
+        : !q.graded && topics.includes(q.topic));
+      this.set = this.draw(pool, this.budget);
+      this.rubrics = this.rubrics || fetch(at("assets/rubrics.json")).then((r) => r.json());
+      if (!this.set.length) {
+        problem.textContent = pool.length ? `No question fits ${this.budget} minutes: pick a longer budget.`
+          : "Pick at least one topic.";
         return;
       }
-      for (let i = questions.length - 1; i > 0; i--) {  // Fisher-Yates shuffle
-        const j = Math.floor(Math.random() * (i + 1));
-        [questions[i], questions[j]] = [questions[j], questions[i]];
-      }
-      this.set = questions.slice(0, count);
+      problem.textContent = "";
+      this.minutes = this.set.reduce((n, q) => n + q.minutes, 0);
       this.notes = this.set.map(() => "");
       this.pages = await Promise.all(this.set.map((q) => fetch(at(q.url)).then((r) => r.text())
         .then((text) => new DOMParser().parseFromString(text, "text/html"))));
+      const rubrics = await this.rubrics;
+      this.set = this.set.map((q) => Object.assign({}, q, rubrics[q.id] || {rubric: [], wrong_turn: ""}));
       this.index = 0;
       this.setup.hidden = true;
+      this.past.hidden = true;
       this.review.hidden = true;
       this.run.hidden = false;
-      this.deadline = Date.now() + this.seconds * 1000;
+      this.deadline = Date.now() + this.minutes * 60 * 1000;
       clearInterval(this.timer);
       this.timer = setInterval(() => this.tick(), 1000);
       this.tick();
@@ -242,8 +436,16 @@
         });
       }
       box.appendChild(clone);
+      if (this.round === "coding") {
+        const p = document.createElement("p");
+        p.className = "qb-mock__coding";
+        p.innerHTML = `Write it in <a href="${at(q.url).href}#grade-your-implementation" target="_blank" ` +
+          'rel="noopener">the exercise\'s editor</a> (a new tab) and run the grader before time is up.';
+        box.appendChild(p);
+      }
       this.run.querySelector(".qb-mock__position").textContent =
-        `Question ${this.index + 1} of ${this.set.length} · about ${q.minutes} minutes`;
+        `${this.round === "coding" ? "Coding" : "Spoken"} round · question ${this.index + 1} of ` +
+        `${this.set.length} · about ${q.minutes} of ${this.minutes} minutes`;
       this.run.querySelector(".qb-mock__notes").value = this.notes[this.index];
       this.run.querySelector('[data-mock="previous"]').disabled = this.index === 0;
       this.run.querySelector('[data-mock="next"]').disabled = this.index === this.set.length - 1;
@@ -258,11 +460,14 @@
       clearInterval(this.timer);
       this.run.hidden = true;
       this.review.hidden = false;
+      this.review.querySelector(".qb-mock__saved").textContent = "";
+      this.review.querySelector('[data-mock="save"]').disabled = false;
       const list = this.review.querySelector(".qb-mock__answers");
       list.innerHTML = "";
       this.set.forEach((q, i) => {
         const item = document.createElement("article");
         item.className = "qb-mock__answer";
+        item.dataset.qid = q.id;
         const short = this.pages[i].querySelector(".qb-short");
         const rubric = q.rubric.length ? q.rubric
           : ["My answer reached the reference answer's headline numbers and reasoning " +
@@ -272,9 +477,13 @@
           (this.notes[i] ? '<p class="qb-mock__your-notes"><strong>Your notes:</strong> </p>' : "") +
           (short ? '<div class="qb-mock__short"></div>'
             : `<p><a href="${at(q.url).href}#answer">Read the reference answer</a>.</p>`) +
-          '<fieldset class="qb-rubric"><legend>Rubric: tick what your answer contained</legend>' +
+          '<fieldset class="qb-rubric"><legend>Rubric: tick each point your answer made</legend>' +
           rubric.map((r) => `<label><input type="checkbox"> <span>${r}</span></label>`).join("") +
-          "</fieldset>";
+          "</fieldset>" +
+          (q.wrong_turn ? '<div class="admonition warning qb-wrong-turn"><p class="admonition-title">' +
+            `Common wrong turn: check your answer against it (not a point)</p><p>${q.wrong_turn}</p>` +
+            '<label><input type="checkbox"> My answer took this wrong turn (it scores nothing; ' +
+            "it marks the question shaky)</label></div>" : "");
         if (this.notes[i]) item.querySelector(".qb-mock__your-notes").append(this.notes[i]);
         if (short) {
           const copy = short.cloneNode(true);
@@ -288,16 +497,153 @@
       this.review.querySelector("h2").setAttribute("tabindex", "-1");
       this.review.querySelector("h2").focus();
     },
+    results() {  // per question: points ticked, points in the rubric, the wrong turn taken
+      return [...this.review.querySelectorAll(".qb-mock__answer")].map((item) => {
+        const boxes = [...item.querySelectorAll(".qb-rubric input")];
+        const turn = item.querySelector(".qb-wrong-turn input");
+        return {id: item.dataset.qid, got: boxes.filter((b) => b.checked).length, of: boxes.length,
+                wrong_turn: Boolean(turn && turn.checked)};
+      });
+    },
     score() {
-      const boxes = [...this.review.querySelectorAll(".qb-rubric input")];
-      const got = boxes.filter((b) => b.checked).length;
-      const pct = boxes.length ? Math.round((100 * got) / boxes.length) : 0;
+      const results = this.results();
+      const got = results.reduce((n, r) => n + r.got, 0);
+      const of = results.reduce((n, r) => n + r.of, 0);
+      const turns = results.filter((r) => r.wrong_turn).length;
+      const pct = of ? Math.round((100 * got) / of) : 0;
       this.review.querySelector(".qb-mock__score").textContent =
-        `Score: ${got} of ${boxes.length} rubric points (${pct}%).`;
+        `Score: ${got} of ${of} rubric points (${pct}%).` +
+        (turns ? ` Wrong turns taken: ${turns} (not scored; those questions come back tomorrow).` : "");
+    },
+    // A saved result rates each question: 80% of its points and no wrong turn is "could teach
+    // it", half is "getting there", less (or the wrong turn) is "shaky"; the review queue does
+    // the rest.
+    save() {
+      const results = this.results();
+      const all = this.saved();
+      all.push({at: new Date().toISOString(), round: this.round, minutes: this.minutes, questions: results});
+      try { localStorage.setItem(MOCK_KEY, JSON.stringify(all)); } catch (e) { /* private mode */ }
+      for (const r of results) {
+        const share = r.of ? r.got / r.of : 0;
+        review.rate(r.id, r.wrong_turn || share < 0.5 ? 1 : share < 0.8 ? 2 : 3);
+      }
+      this.review.querySelector('[data-mock="save"]').disabled = true;
+      this.review.querySelector(".qb-mock__saved").textContent =
+        "Saved: listed under your past interviews, and each question rated for review.";
+      refresh();
     },
     again() {
       this.review.hidden = true;
       this.setup.hidden = false;
+      this.past.hidden = false;
+    },
+  };
+
+  // -- the numbers drill: guess a headline number, scored on the ratio ----------------------------
+  // 2 points within 20% of the answer, 1 within a factor of 2 (the ratio, either way), else 0.
+  const DRILL_KEY = "qb-drill-v1";
+  const parseGuess = (text) => {  // 1,200 · 1.2k · 3e-4 · 40%
+    const m = String(text).trim().replace(/[,_\s]/g, "").match(/^([0-9]*\.?[0-9]+(?:e[-+]?\d+)?)([kmgt]?)%?$/i);
+    if (!m) return NaN;
+    return Number(m[1]) * ({"": 1, k: 1e3, m: 1e6, g: 1e9, t: 1e12}[m[2].toLowerCase()]);
+  };
+  const drillScore = (guess, value) => {
+    const ratio = Math.max(guess / value, value / guess);
+    return {ratio, points: ratio <= 1.2 ? 2 : ratio <= 2 ? 1 : 0};
+  };
+  const fmt = (x) => (Math.abs(x) >= 1e4 || Math.abs(x) < 1e-2) ? x.toPrecision(3) : String(Number(x.toPrecision(4)));
+  const drill = {
+    init() {
+      this.root = document.querySelector(".qb-drill");
+      if (!this.root) return;
+      this.run = this.root.querySelector(".qb-drill__run");
+      this.root.querySelector(".qb-drill__setup").addEventListener("submit", (e) => { e.preventDefault(); this.start(); });
+      this.root.querySelector(".qb-drill__guess").addEventListener("submit", (e) => { e.preventDefault(); this.check(); });
+      this.root.addEventListener("click", (e) => {
+        const action = e.target.closest("[data-drill]");
+        if (action && action.dataset.drill === "next") this.next();
+        if (action && action.dataset.drill === "reset-scores") { localStorage.removeItem(DRILL_KEY); this.table(); }
+      });
+      this.table();
+    },
+    scores() { try { return JSON.parse(localStorage.getItem(DRILL_KEY)) || {}; } catch (e) { return {}; } },
+    table() {
+      const body = this.root.querySelector(".qb-drill__topics tbody");
+      body.innerHTML = "";
+      const scores = this.scores();
+      for (const [topic, s] of Object.entries(scores).sort()) {
+        const row = body.insertRow();
+        for (const text of [s.title, s.asked, s.within2x, s.within20, `${s.points} of ${2 * s.asked}`]) {
+          row.insertCell().textContent = text;
+        }
+      }
+      if (!body.rows.length) body.insertRow().insertCell().textContent = "No numbers guessed yet.";
+    },
+    async start() {
+      const items = await fetch(at("assets/drill.json")).then((r) => r.json());
+      const count = Number(new FormData(this.root.querySelector(".qb-drill__setup")).get("count")) || 5;
+      const problem = this.root.querySelector(".qb-drill__problem");
+      if (!items.length) { problem.textContent = "No claim is marked for the drill yet."; return; }
+      problem.textContent = "";
+      for (let i = items.length - 1; i > 0; i--) {
+        const j = Math.floor(Math.random() * (i + 1));
+        [items[i], items[j]] = [items[j], items[i]];
+      }
+      this.set = items.slice(0, count);
+      this.index = -1;
+      this.points = 0;
+      this.run.hidden = false;
+      this.root.querySelector(".qb-drill__score").textContent = "";
+      this.next();
+    },
+    next() {
+      this.index += 1;
+      if (this.index >= this.set.length) return this.finish();
+      const item = this.set[this.index];
+      this.run.querySelector(".qb-drill__position").textContent =
+        `Number ${this.index + 1} of ${this.set.length} · ${item.topic_title}`;
+      this.run.querySelector(".qb-drill__question").textContent = item.question;
+      this.run.querySelector(".qb-drill__unit").textContent = item.unit;
+      this.run.querySelector(".qb-drill__result").innerHTML = "";
+      const input = this.run.querySelector('input[name="guess"]');
+      input.value = "";
+      input.disabled = false;
+      this.run.querySelector(".qb-drill__guess button").disabled = false;
+      this.run.querySelector('[data-drill="next"]').hidden = true;
+      input.focus();
+    },
+    check() {
+      const item = this.set[this.index];
+      const input = this.run.querySelector('input[name="guess"]');
+      const guess = parseGuess(input.value);
+      const result = this.run.querySelector(".qb-drill__result");
+      if (!(guess > 0)) { result.textContent = "Give a positive number, e.g. 220, 1.5k or 3e-4."; return; }
+      const {ratio, points} = drillScore(guess, item.value);
+      this.points += points;
+      const verdict = points === 2 ? "within 20%" : points === 1 ? "within 2x" : "more than 2x off";
+      result.innerHTML = `<p class="qb-drill__verdict" data-points="${points}"></p><p>Answer: <strong></strong> ` +
+        `(<a href="${at(item.url).href}#answer"></a>).</p>`;
+      result.querySelector(".qb-drill__verdict").textContent =
+        `${verdict}: ${fmt(ratio)}x off, ${points} point${points === 1 ? "" : "s"}.`;
+      result.querySelector("strong").textContent = `${fmt(item.value)} ${item.unit}`.trim();
+      result.querySelector("a").textContent = `the derivation: ${item.qid} · ${item.title}`;
+      const scores = this.scores();
+      const s = scores[item.topic] || {title: item.topic_title, asked: 0, within2x: 0, within20: 0, points: 0};
+      s.asked += 1; s.within2x += points >= 1 ? 1 : 0; s.within20 += points === 2 ? 1 : 0; s.points += points;
+      scores[item.topic] = s;
+      try { localStorage.setItem(DRILL_KEY, JSON.stringify(scores)); } catch (e) { /* private mode */ }
+      this.table();
+      input.disabled = true;
+      this.run.querySelector(".qb-drill__guess button").disabled = true;
+      const next = this.run.querySelector('[data-drill="next"]');
+      next.hidden = false;
+      next.textContent = this.index + 1 < this.set.length ? "Next number" : "Finish the round";
+      next.focus();
+    },
+    finish() {
+      this.run.hidden = true;
+      this.root.querySelector(".qb-drill__score").textContent =
+        `Round over: ${this.points} of ${2 * this.set.length} points.`;
     },
   };
 
@@ -390,13 +736,36 @@
     if (content) new MutationObserver(() => focusable(content)).observe(content, {childList: true, subtree: true});
   }
 
+  // -- a visible cue on what scrolls sideways (site.css draws it on [data-qb-overflows]) ---------
+  const SCROLLERS = ".md-typeset__scrollwrap, .md-typeset table:not([class]), pre.qb-out, .qb-out-html, .qb-table, div.arithmatex, " +
+    'mjx-container[display="true"], .md-typeset pre > code, .qb-exercise__report, .cm-scroller';
+  function scrollCues() {
+    const mark = (el) => el.toggleAttribute("data-qb-overflows", el.scrollWidth > el.clientWidth + 1);
+    const watched = new WeakSet();
+    const resize = new ResizeObserver((entries) => entries.forEach((e) => mark(e.target)));
+    const watch = () => document.querySelectorAll(SCROLLERS).forEach((el) => {
+      if (!watched.has(el)) { watched.add(el); resize.observe(el); }
+      mark(el);
+    });
+    watch();
+    document.addEventListener("toggle", () => requestAnimationFrame(watch), true);
+    const content = document.querySelector(".md-content");
+    if (content) new MutationObserver(() => requestAnimationFrame(watch)).observe(content, {childList: true, subtree: true});
+    if (window.MathJax && MathJax.startup && MathJax.startup.promise) MathJax.startup.promise.then(watch);
+  }
+
   // Material loads this script at the end of <body>: the page is parsed.
   accessible();
+  openLinkedAnswer();
+  window.addEventListener("hashchange", openLinkedAnswer);
+  scrollCues();
+  progressFileButtons();
   practiceWidget();
   exercise();
   codeToggles();
   table.init();
   mock.init();
+  drill.init();
   refresh();
   window.addEventListener("storage", (e) => e.key === KEY && refresh());
 })();
