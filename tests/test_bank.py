@@ -100,3 +100,22 @@ def test_notebooks_are_committed_executed_and_without_timestamps(path):
     assert not stamped, f"{path.name}: cells {stamped} carry execution timestamps; run scripts/execute_notebooks.py"
     last = code[-1].source
     assert "claim.check()" in last, f"{path.name}: the last code cell must state the claims and call claim.check()"
+
+
+@pytest.mark.parametrize("path", sorted(Path(__file__).resolve().parents[1].glob("notebooks/*/q[0-9][0-9]-*.ipynb")),
+                         ids=lambda p: p.name[:3])
+def test_every_answer_has_a_rubric_the_mock_interview_reads(path):
+    """The site reads the rubric from a Markdown cell (rendered outputs are not parsed): a `## Rubric`
+    heading, its points as bullets, and one last bullet `- Common wrong turn: ...` kept apart."""
+    import json
+    from site_build.notebooks import rubric_items
+
+    cells = json.loads(path.read_text())["cells"]
+    texts = ["\n" + "".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+    found = [t.split("\n## Rubric", 1)[1] for t in texts if "\n## Rubric" in t]
+    assert found, f"{path.name}: no Markdown cell holds a '## Rubric' heading"
+    rubric = found[0].split("\n#", 1)[0]
+    items = rubric_items([{"cell_type": "markdown", "source": rubric}])
+    wrong = [i for i in items if i.startswith("Common wrong turn:")]
+    assert len(wrong) == 1 and items[-1] == wrong[0], f"{path.name}: the last bullet must be the one wrong turn"
+    assert 4 <= len(items) - 1 <= 8, f"{path.name}: {len(items) - 1} rubric points (4-8 expected)"
