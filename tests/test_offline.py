@@ -40,3 +40,13 @@ def test_bad_input_names_the_parameter(kwargs, name):
     args = {"model": LLAMA_3_1_8B, "shared_prefix": 100, "unique": 100, "output": 10} | kwargs
     with pytest.raises(ValueError, match=name):
         OfflinePass(**args)
+
+
+def test_vllm_defaults_regime_costs_more_than_the_ceiling():
+    ceiling = OfflinePass(LLAMA_3_3_70B, 600, 1100, 150, tp=4)
+    vllm = OfflinePass(LLAMA_3_3_70B, 600, 1100, 150, tp=4, regime="vllm-defaults")
+    assert vllm.step_model.regime == "vllm-defaults"
+    assert vllm.prefill_gpu_s() > ceiling.prefill_gpu_s() and vllm.decode_gpu_s() > ceiling.decode_gpu_s()
+    assert vllm.batch() == ceiling.batch()  # the regime prices time, not memory
+    with pytest.raises(ValueError, match="regime"):
+        OfflinePass(LLAMA_3_1_8B, 0, 100, 10, regime="tuned").step_model

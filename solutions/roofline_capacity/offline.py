@@ -3,7 +3,9 @@
 With no latency target the engine runs the biggest batch memory allows, so an item's cost is
 its prefill steps plus its share of decode steps at that batch. Step times come from the kit's one
 step model (`solutions.step_model.StepModel.of`: calibrated kernels, tensor-parallel all-reduce,
-per-step overhead).
+per-step overhead), in either of its named regimes: `regime="kernel-ceiling"` (the default, a
+well-tuned engine) or `regime="vllm-defaults"` (vLLM as it runs at its defaults), so a bill says
+which it quotes.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class OfflinePass:
     gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION
     max_num_seqs: int = 256  # vLLM's default on A100 (arg_utils get_batch_defaults)
     max_num_batched_tokens: int = 8192  # vLLM's offline default on A100
+    regime: str = "kernel-ceiling"  # or "vllm-defaults" (solutions.step_defaults.REGIMES)
 
     def __post_init__(self):
         for name in ("unique", "output", "tp", "max_num_seqs", "max_num_batched_tokens"):
@@ -51,7 +54,7 @@ class OfflinePass:
     def step_model(self) -> StepModel:
         precision = Precision(f"W:{self.weight_dtype} A:{self.math_dtype} KV:{self.kv_dtype}", self.weight_dtype,
                               self.math_dtype, self.kv_dtype)
-        return StepModel.of(self.model, self.gpu, self.tp, precision)
+        return StepModel.of(self.model, self.gpu, self.tp, precision, regime=self.regime)
 
     @property
     def prompt(self) -> int:
