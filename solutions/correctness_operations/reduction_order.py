@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-BF16_MANTISSA_BITS = 8  # 7 stored + the implicit leading bit: a relative step of 2**-8 at most
+BF16_MANTISSA_BITS = 8  # 7 stored + the implicit leading bit: a relative step between 2**-8 and 2**-7
 
 
 def to_bf16(x) -> np.ndarray:
