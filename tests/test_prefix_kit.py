@@ -5,7 +5,9 @@ invariant as its order says."""
 import pytest
 
 from solutions.serving.chat_trace import ChatTraceSpec, chat_trace
-from solutions.prefix_caching.eviction_order import ChainPool
+from solutions.prefix_caching.eviction_order import (
+    FULL_SCALE_OPEN_CONVERSATIONS, FULL_SCALE_POOL_BLOCKS, FULL_SCALE_STEADY, ORDERS, ChainPool, steady_replay,
+)
 from solutions.exercises.hash_prefix_cache import PrefixCache
 
 SMALL = ChatTraceSpec(conversations=40, concurrency=8, system_tokens=64, system_prompts=2, seed=3)
@@ -67,6 +69,26 @@ def test_random_order_strands_under_pressure_and_a_request_too_big_is_refused():
         ChainPool(num_blocks=2, block_size=16).serve(tuple(range(64)), ())
     with pytest.raises(ValueError, match="order"):
         ChainPool(num_blocks=2, block_size=16, order="lifo")
+
+
+def test_a_half_scale_replay_with_the_working_set_ratio_kept_agrees_with_the_recorded_full_scale_one():
+    # q05 quotes FULL_SCALE_STEADY (a 28,614-block pool, 64 open conversations) and replays a
+    # smaller pool with the open working set's ratio to it kept; the shares must carry across scales.
+    trace = chat_trace(ChatTraceSpec(conversations=800, concurrency=FULL_SCALE_OPEN_CONVERSATIONS // 2, seed=1))
+    half = {order: steady_replay(trace, FULL_SCALE_POOL_BLOCKS // 2, 16, order) for order in ORDERS}
+    hit, share, _ = FULL_SCALE_STEADY["random"]
+    assert half["random"].stranded_share == pytest.approx(share, abs=0.04)
+    assert half["random"].hit_rate == pytest.approx(hit, abs=0.04)
+    assert half["tail-first"].stranded_blocks == 0 == FULL_SCALE_STEADY["tail-first"][2]
+    chain_blocks = sum(len(r.prompt) + len(r.answer) for r in trace) / len(trace) / 16
+    assert 0 < half["head-first"].stranded_blocks < chain_blocks        # a sliver, under one chain
+    assert half["head-first"].hit_rate == pytest.approx(half["tail-first"].hit_rate, abs=0.005)
+    assert half["tail-first"].hit_rate == pytest.approx(FULL_SCALE_STEADY["tail-first"][0], abs=0.01)
+
+
+def test_a_steady_read_refuses_a_trace_that_never_fills_the_pool():
+    with pytest.raises(ValueError, match="never fills"):
+        steady_replay(chat_trace(SMALL), 100_000, 16, "random")
 
 
 def test_prefix_boundary_counts_whole_blocks_before_the_first_difference():
