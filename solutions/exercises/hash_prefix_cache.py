@@ -1,57 +1,59 @@
 """Reference solution for q47: automatic prefix caching over a block pool, after vLLM v1.
 
-A full block is known by a chained hash of (parent hash, its tokens, extra keys). A freed
-block keeps that identity and stays hittable until its memory is reused. Empty free blocks
-are handed out first, then cached ones least recently freed first. Unlike vLLM, a hit is
-trusted only after the block's whole prefix is compared, so a colliding hash costs a miss,
-never another request's KV.
+Blocks are keyed by a chained hash and stay hittable after they are freed, until reused. Unlike
+vLLM, a key match is only a hint: a hit is proved by the block's own tokens and extra keys and a
+parent link to the prefix matched one block earlier, which by induction proves the whole prefix.
 """
 
 from collections import OrderedDict, deque
 
-ROOT = -1  # the parent hash of a prompt's first block
+ROOT = -1  # the parent key of a prompt's first block
+
+
+class Prefix:
+    """What a block's KV was computed from; never changed, and shared by every copy of it."""
+
+    def __init__(self, parent, tokens, extra, key):
+        self.parent, self.tokens, self.extra, self.key = parent, tokens, extra, key
 
 
 class PrefixCache:
     def __init__(self, num_blocks, block_size, hash_space):
         self.block_size, self.hash_space = block_size, hash_space
         self.ref_counts = [0] * num_blocks
-        self.hashes = [None] * num_blocks    # block -> chained hash of the prefix it holds
-        self.prefixes = [None] * num_blocks  # block -> (extra keys, tokens 0..end): its KV's source
-        self.cached = {}                     # hash -> blocks holding a prefix with that hash
+        self.prefixes = [None] * num_blocks  # block -> the Prefix its KV holds, or None
+        self.cached = {}                     # key -> blocks holding a prefix with that key
         self.empty = deque(range(num_blocks))  # free, holding nothing worth keeping
         self.evictable = OrderedDict()       # free but still cached, least recently freed first
         self.tables = {}                     # request id -> block table
 
-    def block_identities(self, tokens, extra_keys):
-        """(hash, prefix) of every full block of a prompt: the chain vLLM computes per request."""
-        out, parent, size = [], ROOT, self.block_size
+    def match(self, tokens, extra_keys):
+        """Hash a prompt once: (key, own tokens) per full block, its hits, the Prefixes proved."""
+        size, extra = self.block_size, tuple(extra_keys)
+        chain, found, known, key = [], [], [], ROOT  # known: the Prefix of each found block
         for end in range(size, len(tokens) + 1, size):
-            block = (parent, tuple(tokens[end - size:end]), tuple(extra_keys))
-            parent = hash(block) % self.hash_space
-            out.append((parent, (tuple(extra_keys), tuple(tokens[:end]))))
-        return out
+            own = tuple(tokens[end - size:end])
+            key = hash((key, own, extra)) % self.hash_space
+            chain.append((key, own))
+            if len(found) == len(chain) - 1:  # chained: nothing after a miss can hit
+                block = self._find(key, known[-1] if known else None, own, extra)
+                if block is not None:
+                    found.append(block)
+                    known.append(self.prefixes[block])
+        return chain, found[:(len(tokens) - 1) // size], known  # the last token is computed
 
-    def _find(self, block_hash, prefix):
-        for block in self.cached.get(block_hash, ()):
-            if self.prefixes[block] == prefix:  # a hash match is a hint; the prefix is the proof
+    def _find(self, key, parent, own, extra):
+        for block in self.cached.get(key, ()):  # a key match is a hint; this is the proof:
+            held = self.prefixes[block]
+            if held.parent is parent and held.tokens == own and held.extra == extra:
                 return block
-        return None
 
     def lookup(self, tokens, extra_keys):
         """The cached blocks a new request with this prompt would hit; changes nothing."""
-        hits = []
-        identities = self.block_identities(tokens, extra_keys)
-        for block_hash, prefix in identities[:(len(tokens) - 1) // self.block_size]:
-            block = self._find(block_hash, prefix)  # the last token is always recomputed
-            if block is None:
-                break  # chained: nothing after a miss can hit
-            hits.append(block)
-        return hits
+        return self.match(tokens, extra_keys)[1]
 
     def allocate(self, request_id, tokens, extra_keys):
-        identities = self.block_identities(tokens, extra_keys)
-        hits = self.lookup(tokens, extra_keys)
+        chain, hits, known = self.match(tokens, extra_keys)
         misses = -(-len(tokens) // self.block_size) - len(hits)
         revived = [b for b in hits if self.ref_counts[b] == 0]
         if misses + len(revived) > self.free_count():
@@ -60,9 +62,12 @@ class PrefixCache:
             self.evictable.pop(block, None)
             self.ref_counts[block] += 1
         table = hits + [self._take_free() for _ in range(misses)]
-        for block, (block_hash, prefix) in zip(table[len(hits):], identities[len(hits):]):
-            self.hashes[block], self.prefixes[block] = block_hash, prefix
-            self.cached.setdefault(block_hash, []).append(block)  # duplicates are fine
+        for i in range(len(hits), len(chain)):  # every full block of the prompt gets cached
+            key, own = chain[i]
+            if i == len(known):  # a prefix no block holds: a new Prefix under the one before
+                known.append(Prefix(known[i - 1] if i else None, own, tuple(extra_keys), key))
+            self.prefixes[table[i]] = known[i]  # a duplicate shares its copy's Prefix
+            self.cached.setdefault(key, []).append(table[i])
         self.tables[request_id] = table
         return table, len(hits) * self.block_size
 
@@ -71,24 +76,24 @@ class PrefixCache:
             block = self.empty.popleft()
         else:
             block, _ = self.evictable.popitem(last=False)  # evict the least recently freed
-            self.cached[self.hashes[block]].remove(block)  # this block only: a duplicate stays
-            if not self.cached[self.hashes[block]]:
-                del self.cached[self.hashes[block]]
-            self.hashes[block] = self.prefixes[block] = None
+            key = self.prefixes[block].key
+            self.cached[key].remove(block)  # this block only: a duplicate stays findable
+            if not self.cached[key]:
+                del self.cached[key]
+            self.prefixes[block] = None
         self.ref_counts[block] = 1
         return block
 
     def free(self, request_id):
         for block in reversed(self.tables.pop(request_id)):  # tail first: a chain ends shorter
             self.ref_counts[block] -= 1
-            if self.ref_counts[block] == 0:
-                if self.hashes[block] is None:
-                    self.empty.append(block)
-                else:
-                    self.evictable[block] = None
+            if self.ref_counts[block] == 0 and self.prefixes[block] is None:
+                self.empty.append(block)
+            elif self.ref_counts[block] == 0:
+                self.evictable[block] = None  # still cached: hittable until its memory is reused
 
     def block_hash(self, block):
-        return self.hashes[self._check(block)]
+        return getattr(self.prefixes[self._check(block)], "key", None)  # None: holds no prefix
 
     def refcount(self, block):
         return self.ref_counts[self._check(block)]

@@ -73,13 +73,12 @@ def design(old: str, new: str) -> str:
     return source.replace(old, new)
 
 
+KEY = "key = hash((key, own, extra)) % self.hash_space"
 SALT_IN_FIRST_BLOCK = design(
-    "block = (parent, tuple(tokens[end - size:end]), tuple(extra_keys))",
-    "block = (parent, tuple(tokens[end - size:end]), tuple(extra_keys) if end == size else ())")
+    KEY, "key = hash((key, own, extra if end == size else ())) % self.hash_space")
 FNV_KEYS = design(   # a 64-bit FNV-1a of the block's repr: not Python's hash at all
-    "parent = hash(block) % self.hash_space",
-    "parent = __import__('functools').reduce(lambda h, c: ((h ^ c) * 1099511628211) % 2**64, "
-    "repr(block).encode(), 14695981039346656037) % self.hash_space")
+    KEY, "key = __import__('functools').reduce(lambda h, c: ((h ^ c) * 1099511628211) % 2**64, "
+    "repr((key, own, extra)).encode(), 14695981039346656037) % self.hash_space")
 
 
 @pytest.mark.parametrize("source", [SALT_IN_FIRST_BLOCK, FNV_KEYS], ids=["salt-first-block", "fnv"])
@@ -93,8 +92,7 @@ def test_keys_are_compared_only_for_identity(source):
 def test_a_key_shared_by_different_prefixes_fails_chaining():
     """Keys compared for identity still catch a hash that drops the parent, even when every
     hit is verified against the prefix (so no wrong KV is ever served)."""
-    source = design("block = (parent, tuple(tokens[end - size:end]), tuple(extra_keys))",
-                    "block = (ROOT, tuple(tokens[end - size:end]), tuple(extra_keys))")
+    source = design(KEY, "key = hash((ROOT, own, extra)) % self.hash_space")
     verdict = runner.grade(EX.only("chaining"), source, "no_parent.py", examples=40)
     assert not verdict.passed and "different key" in verdict.properties[0].reason
 
@@ -108,6 +106,27 @@ def test_two_prompts_share_block_3_only_with_blocks_0_to_2():
     assert cache.allocate(1, head_b + block3 + [1], [])[1] == 0
     assert cache.allocate(2, head_a + block3 + [1], [])[1] == 64
     assert cache.allocate(3, head_a + block3 + [1], [9])[1] == 0  # another adapter
+
+
+def test_reference_stores_each_block_of_a_prompt_once():
+    """The parent-link design: a block keeps its own tokens and a link to its parent's
+    record, so a long prompt costs memory linear in its length (a whole-prefix store would
+    keep B * n(n+1)/2 token ids), and a repeat shares the records instead of copying them."""
+    blocks, size = 64, 4
+    cache = runpy.run_path(str(REFERENCE))["PrefixCache"](2 * blocks + 2, size, WIDE)
+    prompt = list(range(blocks * size)) + [-5]
+    cache.allocate(0, prompt, [])
+    cache.allocate(1, prompt[:-1], [])       # all but the last block hit; that one is a copy
+    records, seen = [], set()
+    for held in cache.prefixes:
+        while held is not None and id(held) not in seen:
+            seen.add(id(held))
+            records.append(held)
+            held = held.parent
+    assert len(records) == blocks
+    assert sum(len(r.tokens) for r in records) == blocks * size
+    last = cache.tables[1][-1]
+    assert cache.prefixes[last] is cache.prefixes[cache.tables[0][blocks - 1]]
 
 
 def test_same_seed_same_verdict_and_repro():
@@ -135,3 +154,17 @@ def test_nano_vllm_style_cache_fails_what_the_spec_says():
     one FIFO free list. The spec names exactly the three properties that costs it."""
     engine_fails_exactly((Path(__file__).parent / "prefix_cache_nano_vllm_style.py").read_text(),
                          [COLLISIONS, DUPLICATES, EVICTION])
+
+
+def test_a_parent_link_to_a_physical_block_needs_one_pick_of_the_copies():
+    """q47's page: a link to a physical parent block with its generation is as safe as the
+    reference's shared record and passes every property, but only because every request picks
+    the same copy of a duplicated parent; picking the newest copy loses hits (the reference,
+    whose copies share one record, passes with either pick)."""
+    source = (Path(__file__).parent / "prefix_cache_block_link_style.py").read_text()
+    assert runner.grade(EX, source, "block_link.py", examples=25).passed
+    newest = source.replace("PICK_LAST = False", "PICK_LAST = True")
+    assert not runner.grade(EX, newest, "block_link_newest.py", examples=25).passed
+    either = design("for block in self.cached.get(key, ()):",
+                    "for block in reversed(self.cached.get(key, ())):")
+    assert runner.grade(EX, either, "reference_newest.py", examples=25).passed
