@@ -63,3 +63,22 @@ def test_no_room_for_weights_is_a_clear_error():
 def test_bad_tp_is_refused():
     with pytest.raises(ValueError, match="tp must be a positive integer"):
         kv_capacity(LLAMA_3_1_8B, H100_SXM, 0)
+
+
+def test_the_simulators_pool_replicates_kv_heads_past_their_count():
+    """The replica's block pool comes from `kv_capacity`: Llama 3.1 405B (8 KV heads) on TP16
+    keeps one KV head per rank, so the pool holds half the tokens that splitting the model's KV
+    16 ways over the whole replica's memory would promise (what `for_replica` did before)."""
+    from solutions.capacity import kv_pool_bytes, total_memory_bytes
+    from solutions.serving import KVPool
+
+    pool = KVPool.for_replica(LLAMA_3_1_405B, H200_SXM, tp=16)
+    cap = kv_capacity(LLAMA_3_1_405B, H200_SXM, 16)
+    assert cap.replicated and pool.num_blocks == cap.tokens // 16
+    even_split = kv_pool_bytes(LLAMA_3_1_405B, 16 * total_memory_bytes(H200_SXM), non_kv_bytes=16 * 2 * GiB) \
+        / LLAMA_3_1_405B.kv_bytes_per_token()
+    assert pool.tokens == pytest.approx(even_split / 2, rel=1e-3)
+    # at TP8 (one head per rank, no replication) the two views agree
+    even8 = kv_pool_bytes(LLAMA_3_1_405B, 8 * total_memory_bytes(H200_SXM), non_kv_bytes=8 * 2 * GiB) \
+        / LLAMA_3_1_405B.kv_bytes_per_token()
+    assert KVPool.for_replica(LLAMA_3_1_405B, H200_SXM, tp=8).tokens == pytest.approx(even8, abs=16)

@@ -203,16 +203,37 @@ def test_every_token_is_recorded_once_in_time_order(busy_run):
 
 
 def test_preemption_takes_the_newest_and_requeues_it_at_the_front():
-    """Pool of 4 blocks of 4 tokens. A and B (4-token prompts, 8 outputs) arrive together. At step 5
-    both need a third block with none free: B, the newest, is preempted (A is older), waits until A
-    finishes at step 7, then recomputes its 9 tokens in one step (8) and decodes at 9 and 10."""
-    replica = Replica.of(LLAMA_3_1_8B, H100_SXM, kv_blocks=4, block_size=4, max_num_seqs=4)
+    """Pool of 4 blocks of 4 tokens, prefix caching off. A and B (4-token prompts, 8 outputs) arrive
+    together. At step 5 both need a third block with none free: B, the newest, is preempted (A is
+    older), waits until A finishes at step 7, then recomputes its 9 tokens in one step (8) and
+    decodes at 9 and 10."""
+    replica = Replica.of(LLAMA_3_1_8B, H100_SXM, kv_blocks=4, block_size=4, max_num_seqs=4,
+                         enable_prefix_caching=False)
     result = simulate(Workload(np.zeros(2), 4, 8), replica)
     end = result.steps["end_s"]
     assert list(result.preemptions) == [0, 1]
     assert np.array_equal(result.token_times(0), end[[0, 1, 2, 3, 4, 5, 6, 7]])
     assert np.array_equal(result.token_times(1), end[[0, 1, 2, 3, 4, 8, 9, 10]])
     assert result.steps["prefill_tokens"][8] == 4 + 5  # prompt + the 5 tokens it had sampled
+
+
+def test_a_preempted_request_recomputes_only_what_the_prefix_cache_lost():
+    """The same run with prefix caching on (vLLM's default): B leaves its 2 full blocks (8 tokens)
+    cached, tail first in line for eviction. A's third block at step 5 evicts B's tail block; at
+    step 8 B finds its head block (4 tokens) and recomputes 9 - 4 = 5 tokens. On a pool with a
+    spare block nothing is evicted: B finds both blocks and recomputes only its last token."""
+    tight = Replica.of(LLAMA_3_1_8B, H100_SXM, kv_blocks=4, block_size=4, max_num_seqs=4)
+    result = simulate(Workload(np.zeros(2), 4, 8), tight)
+    assert list(result.preemptions) == [0, 1]
+    assert result.steps["prefill_tokens"][8] == 9 - 4
+    assert result.evicted_blocks == 1
+    # three requests: C fills the pool, so B is preempted while a block is still spare after it
+    work = Workload(np.zeros(3), np.array([4, 4, 4]), np.array([8, 8, 1]))
+    roomy = simulate(work, Replica.of(LLAMA_3_1_8B, H100_SXM, kv_blocks=4, block_size=4, max_num_seqs=4,
+                                      enable_prefix_caching=False))
+    cached = simulate(work, Replica.of(LLAMA_3_1_8B, H100_SXM, kv_blocks=4, block_size=4, max_num_seqs=4))
+    assert cached.steps["prefill_tokens"].sum() < roomy.steps["prefill_tokens"].sum()
+    assert cached.output_tokens.sum() == roomy.output_tokens.sum() == 17
 
 
 def test_chunked_prefill_splits_a_long_prompt_and_keeps_decodes_running():

@@ -92,8 +92,8 @@ def test_priority_preempts_the_lowest_priority_even_if_older():
     is admitted at step 0, B (priority 0) during that step and is admitted at step 1. At step 5 A
     needs a third block and none is free. Newest-first preempts B; vLLM's priority policy
     preempts A (the largest (priority, arrival)): A preempts itself, B runs on and finishes at step
-    8, and A recomputes its 9 tokens at step 9."""
-    replica = _replica(kv_blocks=4, block_size=4, max_num_seqs=4)
+    8, and A recomputes its 9 tokens at step 9 (prefix caching off: nothing of A is kept)."""
+    replica = _replica(kv_blocks=4, block_size=4, max_num_seqs=4, enable_prefix_caching=False)
     work, prio = Workload(np.array([0.0, 1e-4]), 4, 8), np.array([1, 0])
     newest = simulate(work, replica, policy=partial(PriorityScheduler, priority=prio))
     assert list(newest.preemptions) == [0, 1]
@@ -109,8 +109,9 @@ def test_a_victim_already_given_its_block_frees_it_too():
     """Pool of 5 blocks. A (priority 1, 4-token prompt) is admitted at step 0, B (priority 0,
     5-token prompt) at step 1: both then need a new block at step 5. Walking in admission order,
     A gets the last free block, then B needs one: A is preempted with its new block and B runs
-    on. When A recomputes alone, its 9 tokens hold exactly 3 blocks: nothing leaked."""
-    replica = _replica(kv_blocks=5, block_size=4, max_num_seqs=4)
+    on. When A recomputes alone (prefix caching off), its 9 tokens hold exactly 3 blocks: nothing
+    leaked."""
+    replica = _replica(kv_blocks=5, block_size=4, max_num_seqs=4, enable_prefix_caching=False)
     work = Workload(np.array([0.0, 1e-4]), np.array([4, 5]), 8)
     res = simulate(work, replica, policy=PriorityScheduler.vllm(np.array([1, 0])))
     s = res.steps

@@ -3,16 +3,16 @@
 vLLM carves the KV cache into blocks of `block_size` tokens (16 unless an attention backend or a
 hybrid model needs another: `vllm==0.33.0:vllm/config/cache.py` `DEFAULT_BLOCK_SIZE: ClassVar[int] = 16`,
 resolved by the platform, `vllm==0.33.0:vllm/platforms/interface.py` `cache_config.block_size = preferred`).
-The pool's bytes come from the kit's `solutions.capacity.kv_pool_bytes`, which sizes it the way
-vLLM's worker does (total x gpu_memory_utilization - weights - the profile run's non-KV memory).
+The pool comes from the kit's one feasibility object, `solutions.capacity.kv_capacity`, which sizes
+it the way vLLM's worker does (per rank: total x gpu_memory_utilization - the rank's weights - the
+profile run's non-KV memory), with KV heads replicated when TP exceeds their count.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from solutions.capacity import VLLM_GPU_MEMORY_UTILIZATION, kv_pool_bytes, total_memory_bytes
+from solutions.capacity import VLLM_GPU_MEMORY_UTILIZATION, kv_capacity
 from solutions.hardware import GPU
 from solutions.models import Model
 from solutions.units import GiB
@@ -40,12 +40,10 @@ class KVPool:
     def for_replica(cls, model: Model, gpu: GPU, *, gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
                     non_kv_bytes: float = 2 * GiB, block_size: int = 16, weight_dtype: str = "bf16",
                     kv_dtype: str = "bf16", tp: int = 1) -> "KVPool":
-        """Whole blocks in the pool vLLM would size on `tp` x `gpu` (KV heads split evenly)."""
-        if not isinstance(tp, int) or tp < 1:
-            raise ValueError(f"tp must be a positive integer, got {tp!r}")
+        """Whole blocks in the pool vLLM would size on `tp` x `gpu`: `kv_capacity`'s tokens per
+        rank (every rank holds the same tokens; KV heads replicated past their count)."""
         if not isinstance(block_size, int) or block_size < 1:
             raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
-        pool = kv_pool_bytes(model, tp * total_memory_bytes(gpu), gpu_memory_utilization,
-                             tp * non_kv_bytes, weight_dtype)
-        return cls(num_blocks=math.floor(pool / (block_size * model.kv_bytes_per_token(kv_dtype))),
-                   block_size=block_size)
+        cap = kv_capacity(model, gpu, tp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                          gpu_memory_utilization=gpu_memory_utilization, non_kv_bytes=non_kv_bytes)
+        return cls(num_blocks=cap.tokens // block_size, block_size=block_size)

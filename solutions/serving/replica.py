@@ -50,12 +50,15 @@ class Replica:
            step_model: StepModel | None = None, max_num_batched_tokens: int = 8192, max_num_seqs: int = 1024,
            chunked_prefill: bool = True, gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
            non_kv_bytes: float = 2 * GiB, block_size: int = 16, kv_blocks: int | None = None,
-           serving_stack_s: float = SERVING_STACK_S, long_prefill_token_threshold: int = 0) -> "Replica":
+           serving_stack_s: float = SERVING_STACK_S, long_prefill_token_threshold: int = 0,
+           enable_prefix_caching: bool = True) -> "Replica":
         """A replica named by its hardware and model, priced by the kit's calibrated step model
         (`StepModel.of(model, gpu, tp, precision)` unless `step_model` is given). The KV pool
         follows from the memory left after the weights and `non_kv_bytes` (the kit's
         `solutions.capacity` sizing) unless `kv_blocks` fixes it. `long_prefill_token_threshold`
-        caps the prompt tokens one request schedules per step (vLLM's knob; 0, its default, is off)."""
+        caps the prompt tokens one request schedules per step (vLLM's knob; 0, its default, is off);
+        `enable_prefix_caching` (vLLM's default, on) lets prefix hits and a preempted request's own
+        cached blocks save prefill."""
         if not isinstance(precision, Precision):
             raise TypeError(f"precision must be a solutions.step_model.Precision (BF16, FP8, ...), got {precision!r}")
         step_time = step_model if step_model is not None else StepModel.of(model, gpu, tp, precision)
@@ -63,7 +66,8 @@ class Replica:
                 KVPool.for_replica(model, gpu, gpu_memory_utilization=gpu_memory_utilization, tp=tp,
                                    non_kv_bytes=non_kv_bytes, block_size=block_size,
                                    weight_dtype=precision.weight, kv_dtype=precision.kv))
-        config = SchedulerConfig(max_num_batched_tokens, max_num_seqs, chunked_prefill, long_prefill_token_threshold)
+        config = SchedulerConfig(max_num_batched_tokens, max_num_seqs, chunked_prefill, long_prefill_token_threshold,
+                                 enable_prefix_caching)
         return cls(step_time, config, pool, name=f"{model.name} on {tp}x {gpu.name}", serving_stack_s=serving_stack_s)
 
     @classmethod

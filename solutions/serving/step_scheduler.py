@@ -14,11 +14,20 @@ The policy, as vLLM's v1 `Scheduler.schedule` runs it under the default FCFS pol
 2. If nothing was preempted this step, waiting requests are admitted in FCFS order while budget,
    `max_num_seqs` and free blocks last; the head that does not fit stops admission (no skipping).
    A new request starts from its prefix-cache hit (whole blocks), the rest is prefill.
-3. Prefix caching: a request's leading `prefix_hit_tokens` are shared with its prefix group. The
-   first request of a group computes them; when its prompt is done its blocks stay in the pool as
-   the group's cached blocks, and later requests hit them. A referenced group is pinned; an
-   unreferenced one is still counted free (as vLLM's free queue counts cached blocks with no
-   reference) and is evicted, least recently used first, when an allocation needs its blocks.
+3. Prefix caching (on, as in vLLM; `enable_prefix_caching=False` turns it off): a request's
+   leading `prefix_hit_tokens` are shared with its prefix group. The first request of a group
+   computes them; when its prompt is done its blocks stay in the pool as the group's cached
+   blocks, and later requests hit them. A referenced group is pinned; an unreferenced one is still
+   counted free (as vLLM's free queue counts cached blocks with no reference) and is evicted,
+   least recently used first, when an allocation needs its blocks.
+   A preempted request's own full blocks stay cached the same way: vLLM frees them to the free
+   queue with their hashes (`vllm==0.33.0:vllm/v1/core/single_type_kv_cache_manager.py`
+   `# Free blocks in reverse order so that the tail blocks are freed first.`, and
+   `vllm==0.33.0:vllm/v1/core/block_pool.py` `# FIFO reuse of cached blocks for LRU eviction behavior.`),
+   and readmission looks them up like any prefix (`request.num_computed_tokens == 0` then
+   `get_computed_blocks`). So a recompute starts from what survived: the blocks are evicted
+   least recently freed first, each request's from its tail, and a request whose shared prefix was
+   evicted meanwhile loses its own blocks too (the hash chain runs through the prefix).
 
 `max_num_batched_tokens >= max_num_seqs` is required (vLLM raises otherwise:
 `vllm==0.33.0:vllm/config/scheduler.py` `if self.max_num_batched_tokens < self.max_num_seqs:`), and
@@ -74,6 +83,8 @@ class SchedulerConfig:
     # vLLM's cap on the prompt tokens one request may schedule in a step (0: no cap, vLLM's default);
     # not applied when only one request is running or waiting. See the module docstring.
     long_prefill_token_threshold: int = 0
+    # vLLM's default (`vllm==0.33.0:vllm/config/cache.py` `enable_prefix_caching: bool = True`)
+    enable_prefix_caching: bool = True
 
     def __post_init__(self):
         for name in ("max_num_batched_tokens", "max_num_seqs"):
@@ -140,6 +151,8 @@ class FCFSScheduler:
         self.out_len = [int(x) for x in output_tokens]
         # shared prefixes count in whole blocks, and never the last prompt token (it must run to sample)
         self.prefix_blocks = [min(int(h), p - 1) // bs for h, p in zip(prefix_hit_tokens, self.prompt)]
+        if not config.enable_prefix_caching:
+            self.prefix_blocks = [0] * n
         self.group = [0] * n if prefix_group is None else [int(g) for g in prefix_group]
         self.hit_blocks = [0] * n  # blocks of this request the group's cache owns (set at admission)
         self.hit_tokens = [0] * n  # prompt tokens the last admission found cached
@@ -148,6 +161,9 @@ class FCFSScheduler:
         self.lru: dict = {}  # unreferenced resident groups, least recently used first
         self.evictable = 0  # blocks of unreferenced resident groups: counted in `free`
         self.evicted_blocks = 0
+        # a preempted request's own cached blocks, in `lru` (as ("own", rid)) until readmitted or evicted
+        self.own: dict = {}  # rid -> (blocks still cached, its group blocks when preempted)
+        self.recompute_saved_tokens = 0  # prompt tokens a readmission found in its own cached blocks
         self.free = pool.num_blocks
         self.waiting: deque = deque()
         self.running: dict = {}  # insertion-ordered: admission order; the last key is the newest
@@ -254,7 +270,8 @@ class FCFSScheduler:
         while waiting and budget > 0 and len(running) < cfg.max_num_seqs:
             rid = waiting[0]
             hit = min(self.prefix_blocks[rid], self.resident.get(self.group[rid], 0))
-            cached = hit * bs
+            own = self._own_hit(rid, hit)
+            cached = (hit + own) * bs
             c = self.prompt[rid] + self.outputs[rid] - cached
             if 0 < threshold < c:
                 c = threshold
@@ -262,17 +279,18 @@ class FCFSScheduler:
                 if not cfg.chunked_prefill:
                     break
                 c = budget
-            blocks = self.pool.blocks_for(cached + c) - hit
-            if blocks + self._pin_cost(rid) > self.free:
+            blocks = self.pool.blocks_for(cached + c) - hit - own
+            if blocks + own + self._pin_cost(rid) > self.free:
                 break
             waiting.popleft()
             running[rid] = None
             self._reference(rid, step)
+            self._take_own(rid, own)
             self.hit_blocks[rid] = hit
-            self.hit_tokens[rid] = cached
+            self.hit_tokens[rid] = hit * bs
             self.free -= blocks
             self._evict_to_fit()
-            self.held[rid] = blocks
+            self.held[rid] = blocks + own
             self.computed[rid] = cached
             self.status[rid] = PREFILL
             if self.admitted_step[rid] < 0:
@@ -390,9 +408,12 @@ class FCFSScheduler:
         return self._pop_newest()
 
     def _preempt(self, rid, step, plan):
-        """Recompute preemption: free every block, forget progress, back to the queue's front."""
+        """Recompute preemption: free every block, forget progress, back to the queue's front. With
+        prefix caching the full blocks of what it had computed stay cached (evictable) until the
+        pool needs them."""
         if self.status[rid] == DECODE:
             ctx = step + self.offset[rid]
+            kept = ctx // self.bs  # full blocks of computed KV (this step's token is not computed)
             self._leave_decodes(rid)
             got_block = ctx % self.bs == 0 and (self._decodes_allocated == step or rid in self._walk_allocated)
             self.free += self.pool.blocks_for(ctx) - self.hit_blocks[rid] + got_block  # this step's block too
@@ -400,9 +421,15 @@ class FCFSScheduler:
             self.segments.append((rid, self.joined[rid], sampled))
             self.outputs[rid] += sampled - 1
         else:
+            kept = self.computed[rid] // self.bs  # this step's chunk, if scheduled, is not computed yet
             self.free += self.held[rid]
             if rid in self.partials:
                 self.partials.remove(rid)
+        own = kept - self.hit_blocks[rid]
+        if self.config.enable_prefix_caching and own > 0:
+            self.own[rid] = (own, self.hit_blocks[rid])
+            self.lru[("own", rid)] = own  # freed just now: the most recently used end
+            self.evictable += own
         self._release(rid, step)
         self.held[rid] = 0
         self.computed[rid] = 0
@@ -433,7 +460,28 @@ class FCFSScheduler:
             self._walk_allocated.add(rid)
             self._evict_to_fit()
 
-    # ---- the prefix cache: shared blocks per group -------------------------------------------
+    # ---- the prefix cache: shared blocks per group, and preempted requests' own blocks ----------
+    def _own_hit(self, rid, hit) -> int:
+        """Blocks of `rid`'s own KV still cached from before its preemption that a readmission can
+        use: none if its shared prefix was (partly) evicted since, and never its last token."""
+        if rid not in self.own:
+            return 0
+        blocks, base = self.own[rid]
+        if hit < base:
+            return 0
+        return max(0, min(base + blocks, (self.prompt[rid] + self.outputs[rid] - 1) // self.bs) - hit)
+
+    def _take_own(self, rid, used):
+        """Readmitted: `used` of its cached blocks become its private blocks again; the rest of the
+        entry is forgotten (counted free already, as plain free blocks)."""
+        if rid not in self.own:
+            return
+        blocks, _ = self.own.pop(rid)
+        del self.lru[("own", rid)]
+        self.evictable -= blocks
+        self.free -= used
+        self.recompute_saved_tokens += used * self.bs
+
     def _pin_cost(self, rid) -> int:
         """Blocks that leave the free count if `rid` is admitted: its group's cached blocks, if
         nobody references them yet (they were evictable, so counted free)."""
@@ -472,10 +520,23 @@ class FCFSScheduler:
                 self.held[rid] -= grow
 
     def _evict_to_fit(self):
-        """Keep cached-but-unreferenced blocks within the free count: evict whole groups, least
-        recently used first, once allocations dig into them."""
+        """Keep cached-but-unreferenced blocks within the free count: evict, least recently used
+        first, once allocations dig into them: a group whole, a preempted request's own blocks
+        one by one from its tail (as vLLM freed them)."""
         while self.evictable > self.free:
             g, blocks = next(iter(self.lru.items()))
+            if isinstance(g, tuple):  # ("own", rid)
+                take = min(blocks, self.evictable - self.free)
+                self.evictable -= take
+                self.evicted_blocks += take
+                rid = g[1]
+                if take == blocks:
+                    del self.lru[g]
+                    del self.own[rid]
+                else:
+                    self.lru[g] = blocks - take  # keeps its place in the order
+                    self.own[rid] = (blocks - take, self.own[rid][1])
+                continue
             del self.lru[g]
             self.evictable -= blocks
             self.resident[g] = 0

@@ -50,11 +50,17 @@ RESULTS_V3 = {
 
 EX = registry.get("block-allocator")
 REFERENCE = EX.reference.read_text()
-SLOW = REFERENCE.replace("    def allocate(self) -> int:\n",  # ~50 ms of CPU per call
-                         "    def allocate(self) -> int:\n        sum(range(1_500_000))\n", 1)
-SLOW_ONCE = "FIRST = [True]\n" + REFERENCE.replace(  # one call of ~1 s CPU per child
+# CPU burnt by the clock, not by a fixed count of work: a fast quiet machine must cross the limits too
+BURN = ("import time as _clock\n"
+        "def _burn(seconds):\n"
+        "    end = _clock.process_time() + seconds\n"
+        "    while _clock.process_time() < end:\n"
+        "        pass\n")
+SLOW = BURN + REFERENCE.replace("    def allocate(self) -> int:\n",  # 50 ms of CPU per call
+                                "    def allocate(self) -> int:\n        _burn(0.05)\n", 1)
+SLOW_ONCE = BURN + "FIRST = [True]\n" + REFERENCE.replace(  # one call of 1 s CPU per child
     "    def allocate(self) -> int:\n", "    def allocate(self) -> int:\n"
-    "        if FIRST.pop() if FIRST else False: sum(range(3 * 10 ** 7))\n", 1)
+    "        if FIRST.pop() if FIRST else False: _burn(1.0)\n", 1)
 
 
 def valid(verdict) -> dict:
@@ -105,7 +111,7 @@ def test_a_limit_is_no_verdict_and_blames_nothing(source, limits, words):
 
 
 def test_a_limit_while_loading_is_no_verdict_either():
-    slow_load = "sum(range(3 * 10 ** 7))\n" + REFERENCE  # ~1 s of CPU at import
+    slow_load = BURN + "_burn(1.0)\n" + REFERENCE  # 1 s of CPU at import
     verdict = runner.grade(EX, slow_load, "ref.py", limits=Limits(call_wall_s=0.3, call_cpu_s=5))
     assert not verdict.load_error and verdict.exit_status == 3, verdict.load_error
     assert "rerun on a quieter machine" in valid(verdict)["message"]
