@@ -1,7 +1,11 @@
 import numpy as np
 import pytest
 
-from solutions.tenancy_fleet.fleet import diurnal_rates, run_fleet, sample_counts
+from solutions.capacity import step_model_capacity
+from solutions.hardware import H100_SXM
+from solutions.models import LLAMA_3_1_8B
+from solutions.step_model import StepModel, StepShape
+from solutions.tenancy_fleet.fleet import diurnal_rates, measured_vllm_gap, replica_capacity, run_fleet, sample_counts
 
 
 def test_diurnal_mean_and_ratio():
@@ -52,3 +56,26 @@ def test_bad_input():
         run_fleet([1, -1], 1.0, 1.0, lambda i, v: 1, load_s=0, initial=1)
     with pytest.raises(ValueError):
         diurnal_rates(0.0)
+
+
+def test_replica_capacity_is_read_at_the_largest_batch_the_pool_holds():
+    # q30, q32 and q33 price the same replica (Llama 3.1 8B, H100, 1,000 / 250 tokens) with this one function
+    sm = StepModel.of(LLAMA_3_1_8B, H100_SXM)
+    cap = replica_capacity(sm, 1000, 250)
+    pool = step_model_capacity(sm)
+    assert pool.holds(cap.batch, 1125) and not pool.holds(cap.batch + 1, 1125)
+
+    def rate(n):
+        return n / (250 * sm.time(StepShape.decode(n, 1125) + StepShape.prefill(1000, sequences=n / 250)).seconds)
+
+    assert cap.rate == pytest.approx(rate(cap.batch))
+    assert rate(cap.batch // 2) < cap.rate            # throughput still rises up to the pool's limit
+    # the old reading, the marginal cost between 1,000 and 2,000 sequences (5x the pool), is a few percent high
+    slope = 1000 / (250 * (sm.time(StepShape.decode(2000, 1125) + StepShape.prefill(1000, sequences=8)).seconds
+                           - sm.time(StepShape.decode(1000, 1125) + StepShape.prefill(1000, sequences=4)).seconds))
+    assert 1.0 < slope / cap.rate < 1.06
+
+
+def test_measured_gap_is_a_slowdown_and_a_range():
+    lo, hi = measured_vllm_gap(H100_SXM)
+    assert 1.0 < lo <= hi < 3.0

@@ -2,7 +2,7 @@ import pytest
 
 from solutions.hardware import H100_SXM
 from solutions.tenancy_fleet.lora import (ALL_LINEAR, QV, adapter_bytes, adapter_params, lora_kernels, lora_step_cost, lora_step_seconds,
-                           projections, slot_bytes)
+                           lora_path_seconds, memset_kernels, projections, slot_bytes)
 from solutions.roofline import IDEAL, Efficiency
 from solutions.models import LLAMA_3_1_8B, LLAMA_3_3_70B, MIXTRAL_8X7B
 
@@ -47,12 +47,24 @@ def test_eight_kernels_per_layer_and_their_floors():
     assert lora_step_seconds(LLAMA_3_1_8B, H100_SXM, IDEAL, 64, 64, 16) > 4 * lora_step_seconds(LLAMA_3_1_8B, H100_SXM, IDEAL, 64, 1, 16)
 
 
+def test_vllm_path_adds_one_memset_per_wrapped_layer():
+    # vLLM 0.33.0: memset + shrink + expand per wrapped layer, 12 launches per Llama layer
+    assert len(memset_kernels(LLAMA_3_1_8B, 8, 16)) == 4
+    floor = Efficiency(overhead_s=5e-6)
+    kernels_only = lora_step_seconds(LLAMA_3_1_8B, H100_SXM, floor, 64, 8, 16)
+    path = lora_path_seconds(LLAMA_3_1_8B, H100_SXM, floor, 64, 8, 16)
+    assert path > kernels_only + 4 * 32 * 5e-6 * 0.999
+    # the buffer is max_lora_rank wide: padding the slots grows the memsets too
+    assert lora_path_seconds(LLAMA_3_1_8B, H100_SXM, IDEAL, 64, 8, 128) > lora_path_seconds(LLAMA_3_1_8B, H100_SXM, IDEAL, 64, 8, 16)
+
+
 @pytest.mark.parametrize("call", [
     lambda: adapter_params(LLAMA_3_1_8B, 0),
     lambda: adapter_params(LLAMA_3_1_8B, 8, ("qkv",)),
     lambda: adapter_params(LLAMA_3_1_8B, 8, ()),
     lambda: lora_step_cost(LLAMA_3_1_8B, 4, 8, 16),
     lambda: lora_kernels(LLAMA_3_1_8B, 8, 1, 0),
+    lambda: memset_kernels(LLAMA_3_1_8B, 0, 16),
     lambda: projections(MIXTRAL_8X7B),
 ])
 def test_bad_input_is_a_clear_error(call):

@@ -7,6 +7,9 @@ how many replicas there are, and when.
     diurnal_rates(mean, hours, step_s, peak_to_trough, peak_hour)     rate per step, a smooth day
     sample_counts(rates, step_s, rng, burstiness)                      requests per step, seeded
     run_fleet(counts, step_s, capacity, policy, load_s, initial)       replicas, served, queue per step
+    replica_capacity(step_model, prompt, output)                        req/s one replica sustains, at the
+                                                                       largest batch its KV pool holds
+    measured_vllm_gap(gpu)                                              (low, high) kit ceiling / vLLM measured
 """
 
 from __future__ import annotations
@@ -16,6 +19,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+
+from solutions.calibration import fidelity
+from solutions.calibration.vllm_serving_runs import RUNS
+from solutions.capacity import step_model_capacity
+from solutions.hardware import GPU
+from solutions.step_model import StepModel, StepShape
+from solutions.units import GiB
 
 
 def diurnal_rates(mean: float, *, hours: float = 24.0, step_s: float = 60.0, peak_to_trough: float = 3.0,
@@ -40,6 +50,45 @@ def sample_counts(rates, step_s: float, rng: np.random.Generator, burstiness: fl
         sigma = math.sqrt(math.log(1 + burstiness ** 2))
         r = r * rng.lognormal(-sigma ** 2 / 2, sigma, r.shape)
     return rng.poisson(r * step_s)
+
+
+@dataclass(frozen=True)
+class ReplicaCapacity:
+    """What one replica sustains for a traffic shape: `rate` req/s at `batch` resident sequences
+    (the KV pool's limit at the traffic's mean context), each step `step_s` long (= TPOT there)."""
+
+    rate: float
+    batch: int
+    step_s: float
+
+
+def replica_capacity(step_model: StepModel, prompt: float, output: float, *,
+                     non_kv_bytes: float = 2 * GiB) -> ReplicaCapacity:
+    """Requests/s one replica sustains with prompts of `prompt` and answers of `output` tokens: N / (output x t(N))
+    at N = the sequences its KV pool holds at the mean context prompt + output / 2, t(N) the steady-state step of
+    N decodes plus their share of prompts (N / output prompts a step, as in q08). Throughput rises with the batch,
+    so the largest batch the pool holds is the ceiling; a slope read at thousands of sequences, past the pool,
+    prices a replica that does not exist (it reads a few percent high for 1,000/250-token traffic on an 8B)."""
+    if not (prompt > 0 and output > 0):
+        raise ValueError(f"need prompt > 0 and output > 0, got {prompt!r}, {output!r}")
+    context = prompt + output / 2
+    n = step_model_capacity(step_model, non_kv_bytes=non_kv_bytes).sequences(context)
+    if n < 1:
+        raise ValueError(f"the KV pool holds no sequence of {context:,.0f} tokens")
+    t = step_model.time(StepShape.decode(n, context) + StepShape.prefill(prompt, sequences=n / output)).seconds
+    return ReplicaCapacity(rate=n / (output * t), batch=n, step_s=t)
+
+
+def measured_vllm_gap(gpu: GPU) -> tuple[float, float]:
+    """(lowest, highest) ratio of the kit's kernel-ceiling throughput to vLLM's measured one over the published
+    saturated runs on `gpu` with prompts of 100-10,000 tokens (`--request-rate inf`, no concurrency cap;
+    docs/fidelity.ipynb), the selection q08 reads. Data, not a fit: divide a ceiling capacity by it to size vLLM
+    at its defaults, beside the fitted "vllm-defaults" regime. The runs are base models (Qwen3-14B on H100)."""
+    runs = [r for r in RUNS if r.gpu == gpu.name and not r.max_concurrency and 100 < r.mean_input < 10_000 and r.mean_output > 4]
+    if not runs:
+        raise ValueError(f"no published saturated run on {gpu.name}")
+    gaps = [fidelity.replay(r).ratio("output_tok_s") for r in runs]
+    return min(gaps), max(gaps)
 
 
 @dataclass(frozen=True)

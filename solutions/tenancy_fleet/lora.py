@@ -10,6 +10,9 @@ whatever rank and target modules the adapter loaded into it actually has.
     slot_bytes(model, max_lora_rank)                   one vLLM GPU slot (padded, every projection)
     lora_kernels(model, tokens, adapters, rank)        the shrink/expand kernels of one layer
     lora_step_seconds(model, gpu, eff, tokens, ...)    what they add to a step, kernel by kernel
+    memset_kernels(model, tokens, rank)                the zeroing of each shrink buffer (vLLM 0.33.0)
+    lora_path_seconds(model, gpu, eff, tokens, ...)    vLLM's whole LoRA path: memset, shrink, expand
+                                                       per wrapped layer (what q26 and q32 price)
 """
 
 from __future__ import annotations
@@ -110,3 +113,23 @@ def lora_step_seconds(model: Model, gpu: GPU, eff: Efficiency, tokens: int, adap
     model's fitted GEMM efficiency), with its per-launch floor, times the layers."""
     kernels = lora_kernels(model, tokens, adapters, rank, dtype)
     return model.num_layers * sum(kernel_time(c, gpu, eff) for c in kernels.values())
+
+
+def memset_kernels(model: Model, tokens: int, rank: int) -> dict[str, StepCost]:
+    """The third launch per wrapped layer in vLLM 0.33.0: `add_lora_linear` allocates an fp32 buffer
+    (slices x tokens x max_lora_rank) and the shrink op zeroes it (`output_tensor.zero_()`) before
+    its kernel. Priced as a kernel that writes the buffer. Names are '<layer>.memset'."""
+    _check_rank(rank)
+    if not (isinstance(tokens, int) and tokens >= 1):
+        raise ValueError(f"need tokens >= 1, got {tokens!r}")
+    return {f"{layer}.memset": StepCost(activation_bytes=len(members) * tokens * rank * 4, tokens=tokens)
+            for layer, members in WRAPPED_GROUPS.items()}
+
+
+def lora_path_seconds(model: Model, gpu: GPU, eff: Efficiency, tokens: int, adapters: int, rank: int,
+                      dtype: str = "bf16") -> float:
+    """Seconds vLLM 0.33.0's LoRA path adds to a step: per wrapped layer a memset, a shrink and an
+    expand (12 launches per Llama layer), each at its own roofline with its per-launch floor. `rank`
+    is the slot width (`max_lora_rank`): the kernels run over it whatever rank the adapter has."""
+    zeroing = sum(kernel_time(c, gpu, eff) for c in memset_kernels(model, tokens, rank).values())
+    return lora_step_seconds(model, gpu, eff, tokens, adapters, rank, dtype) + model.num_layers * zeroing
