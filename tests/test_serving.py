@@ -20,15 +20,18 @@ from solutions.models import LLAMA_3_1_8B, LLAMA_3_3_70B, MIXTRAL_8X7B, QWEN2_5_
 from solutions.serving import (
     SLO, Exponential, Fixed, Gamma, GammaArrivals, KVPool, LogNormal, OnOff, Poisson, Replica, SchedulerConfig,
     Trace, Uniform, Workload, lindley_waits, md1_wait, mg1_wait, mm1_wait, simulate)
-from solutions.step_defaults import SERVING_STACK_S
+from solutions.step_defaults import SERVING_STACK_S, VLLM_DEFAULTS
 from solutions.step_model import FP8, StepModel
 
 # ---- step time: the kit's one step model ----------------------------------------------
 
 def test_a_replica_prices_steps_with_the_kits_step_model():
-    replica = Replica.of(LLAMA_3_3_70B, H100_SXM, tp=4)
-    assert replica.step_time == StepModel.of(LLAMA_3_3_70B, H100_SXM, tp=4)
-    assert replica.serving_stack_s == SERVING_STACK_S
+    replica = Replica.of(LLAMA_3_3_70B, H100_SXM, tp=4)  # by default: vLLM at its defaults
+    assert replica.step_time == StepModel.of(LLAMA_3_3_70B, H100_SXM, tp=4, regime="vllm-defaults")
+    assert replica.serving_stack_s == VLLM_DEFAULTS.serving_stack_s
+    ceiling = Replica.of(LLAMA_3_3_70B, H100_SXM, tp=4, regime="kernel-ceiling")
+    assert ceiling.step_time == StepModel.of(LLAMA_3_3_70B, H100_SXM, tp=4) and ceiling.serving_stack_s == SERVING_STACK_S
+    assert Replica.of(LLAMA_3_3_70B, H100_SXM, tp=4, serving_stack_s=0.0).serving_stack_s == 0.0
     fp8 = Replica.of(LLAMA_3_3_70B, H100_SXM, tp=2, precision=FP8)
     assert fp8.step_time.precision == FP8 and fp8.kv_pool.num_blocks > 0
 
@@ -134,7 +137,7 @@ def test_decode_throughput_is_the_kits_curve(batch):
     tokens per second of the decode steps is B / step time (the kit's step model at B, 1024)."""
     model, gpu = LLAMA_3_1_8B, H100_SXM
     prompt, output = 1017, 16
-    sm = StepModel.of(model, gpu)
+    sm = StepModel.of(model, gpu, regime="vllm-defaults")
     replica = Replica.of(model, gpu, max_num_batched_tokens=batch * prompt, max_num_seqs=batch,
                          kv_blocks=batch * 70)  # room for every context: the curve is about time
     work = Workload(np.zeros(batch), prompt, output)
@@ -293,20 +296,20 @@ def test_goodput_counts_requests_that_meet_every_target(light_run):
     loose, tight = SLO(ttft_s=60, tpot_s=1), SLO(ttft_s=1e-6)
     assert result.goodput(loose) == pytest.approx(len(result) / result.span_s)
     assert result.goodput(tight) == 0
-    summary = result.summary(SLO(ttft_s=0.5, tpot_s=0.05))
+    summary = result.summary(SLO(ttft_s=0.5, tpot_s=0.05), window="run")
     assert 0 < summary["slo_attainment"] <= 1 and summary["ttft"]["p99"] >= summary["ttft"]["p50"]
 
 
 def test_tenant_summaries_split_the_run():
     result = simulate(_chat(n=1000, seed=4, tenants=3), Replica.of(LLAMA_3_1_8B, H100_SXM))
     slo = SLO(ttft_s=0.2, tpot_s=0.02)
-    parts = result.by_tenant(slo)
+    parts = result.by_tenant(slo, window="run")
     assert sorted(parts) == [0, 1, 2]
     assert sum(p["requests"] for p in parts.values()) == 1000
     assert sum(p["goodput_req_per_s"] for p in parts.values()) == pytest.approx(result.goodput(slo))
     assert sum(p["output_tokens_per_s"] for p in parts.values()) == pytest.approx(result.output_tokens_per_s)
     with pytest.raises(ValueError, match="requests"):
-        result.summary(requests=np.zeros(1000, bool))
+        result.summary(requests=np.zeros(1000, bool), window="run")
 
 
 # ---- determinism -----------------------------------------------------------------------

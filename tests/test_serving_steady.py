@@ -55,18 +55,21 @@ def test_a_short_run_past_kv_capacity_looks_healthy_over_its_span_and_is_flagged
     """q38's transient: 600 long-answer requests at 1.7 req/s on one H100. Over the whole span most
     requests meet the SLO; the steady window shows the backlog growing and the pool filling."""
     work = Workload.generate(600, Poisson(1.7), prompt=LogNormal(800, 1.0), output=LogNormal(3000, 1.0), seed=1)
-    res = simulate(work, Replica.of(LLAMA_3_1_8B, H100_SXM))
+    # on the kernel ceiling, where the run still looks healthy over its span (vLLM at its defaults
+    # is slower: there the same run misses the SLO for 40% of requests over the whole span too)
+    res = simulate(work, Replica.of(LLAMA_3_1_8B, H100_SXM, regime="kernel-ceiling"))
     slo = SLO(ttft_s=10.0, tpot_s=0.040)
-    assert res.summary(slo)["slo_attainment"] > 0.9
+    assert res.summary(slo, window="run")["slo_attainment"] > 0.9
     w = res.steady(slo)
     assert w.overloaded and w.completion_ratio < 0.9 and w.kv_trend > 0.3
     assert w.drain_share > 0.3  # the whole-span rates are diluted by the drain
 
 
-def test_summary_over_the_steady_window_is_opt_in(stable_mm1):
+def test_summary_reads_the_steady_window_by_default(stable_mm1):
     slo = SLO(e2e_s=2.0)
-    assert stable_mm1.summary(slo, window="run") == stable_mm1.summary(slo)
-    s = stable_mm1.summary(slo, window="steady")
+    assert stable_mm1.summary(slo, window="steady") == stable_mm1.summary(slo)
+    assert stable_mm1.summary(slo, window="run")["requests"] == len(stable_mm1)
+    s = stable_mm1.summary(slo)
     w = stable_mm1.steady(slo)
     assert s["steady"]["is_steady"] and s["steady"]["method"] == w.method
     assert s["goodput_req_per_s"] == pytest.approx(w.goodput_req_per_s)
@@ -94,6 +97,8 @@ def test_bad_inputs_are_refused(stable_mm1):
     burst = simulate(Workload(np.zeros(5), 10, 10), Replica.of(LLAMA_3_1_8B, H100_SXM))
     with pytest.raises(ValueError, match="request-rate inf"):
         burst.steady()
+    with pytest.raises(ValueError, match='window="run"'):
+        burst.summary()
     with pytest.raises(ValueError, match="warmup_fraction"):
         stable_mm1.steady(warmup_fraction=1.5)
     with pytest.raises(ValueError, match="tpot_s"):

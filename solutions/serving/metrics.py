@@ -191,19 +191,21 @@ class Result:
         """True if requests accumulate over the default steady window: completions do not keep up."""
         return self.steady().overloaded
 
-    def summary(self, slo: SLO | None = None, requests: np.ndarray | None = None, window: str = "run") -> dict:
+    def summary(self, slo: SLO | None = None, requests: np.ndarray | None = None, window: str = "steady") -> dict:
         """The headline numbers of a run (seconds, tokens per second), over all requests or over
-        the boolean mask `requests` (one tenant, say). With `window="run"` (the default) rates are
-        per second of the whole run, ramp and drain included. With `window="steady"` the rates
-        (output tokens/s, goodput, SLO attainment) are read over the steady window instead, the
-        latency percentiles are over the requests that arrived in it, and `out["steady"]` says
-        whether the run was steady or overloaded, by which method, and why."""
+        the boolean mask `requests` (one tenant, say). With `window="steady"` (the default) the rates
+        (output tokens/s, goodput, SLO attainment) are read over the steady window
+        (`solutions.serving.steady`), the latency percentiles are over the requests that arrived in
+        it, and `out["steady"]` says whether the run was steady or overloaded, by which method, and
+        why. With `window="run"` rates are per second of the whole run, ramp and drain included:
+        what a benchmark that sends every request at once (`--request-rate inf`) reports, and the
+        only reading such a run has (it has no steady window)."""
         if window not in ("run", "steady"):
             raise ValueError(f"window must be 'run' or 'steady', got {window!r}")
         if window == "steady":
             w = self.steady(slo)
             mask = w.requests if requests is None else (np.asarray(requests, bool) & w.requests)
-            out = self.summary(None, mask)
+            out = self.summary(None, mask, window="run")
             T = w.seconds
             finished = (self.finish_s >= w.start_s) & (self.finish_s <= w.end_s)
             sel = np.ones(len(self), bool) if requests is None else np.asarray(requests, bool)
@@ -240,7 +242,7 @@ class Result:
             out["slo_attainment"] = float(met.mean())
         return out
 
-    def by_tenant(self, slo: SLO | None = None) -> dict:
-        """`summary` for each tenant."""
-        return {t.item() if hasattr(t, "item") else t: self.summary(slo, self.tenant == t)
+    def by_tenant(self, slo: SLO | None = None, window: str = "steady") -> dict:
+        """`summary` for each tenant, over `window`."""
+        return {t.item() if hasattr(t, "item") else t: self.summary(slo, self.tenant == t, window=window)
                 for t in np.unique(self.tenant)}

@@ -25,7 +25,7 @@ from solutions.serving.metrics import Result
 from solutions.serving.step_scheduler import FCFSScheduler, SchedulerConfig
 from solutions.serving.step_time import ServiceTime
 from solutions.serving.workload import Workload
-from solutions.step_defaults import SERVING_STACK_S
+from solutions.step_defaults import SERVING_STACK_S, VLLM_DEFAULTS
 from solutions.step_model import BF16, Precision, StepModel
 from solutions.units import GiB
 
@@ -50,10 +50,16 @@ class Replica:
            step_model: StepModel | None = None, max_num_batched_tokens: int = 8192, max_num_seqs: int = 1024,
            chunked_prefill: bool = True, gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
            non_kv_bytes: float = 2 * GiB, block_size: int = 16, kv_blocks: int | None = None,
-           serving_stack_s: float = SERVING_STACK_S, long_prefill_token_threshold: int = 0,
-           enable_prefix_caching: bool = True) -> "Replica":
+           serving_stack_s: float | None = None, long_prefill_token_threshold: int = 0,
+           enable_prefix_caching: bool = True, regime: str = "vllm-defaults") -> "Replica":
         """A replica named by its hardware and model, priced by the kit's calibrated step model
-        (`StepModel.of(model, gpu, tp, precision)` unless `step_model` is given). The KV pool
+        (`StepModel.of(model, gpu, tp, precision, regime=regime)` unless `step_model` is given).
+
+        `regime` is "vllm-defaults" unless asked otherwise: the simulator replays vLLM, so by default
+        it is priced as vLLM runs at its defaults (per-step time outside kernels fitted on published
+        vLLM runs, docs/fidelity.ipynb) with that regime's serving-stack time; "kernel-ceiling"
+        prices a well-tuned engine (the kernels plus one small constant per step) with
+        `step_defaults.SERVING_STACK_S`. `serving_stack_s` overrides the regime's. The KV pool
         follows from the memory left after the weights and `non_kv_bytes` (the kit's
         `solutions.capacity` sizing) unless `kv_blocks` fixes it. `long_prefill_token_threshold`
         caps the prompt tokens one request schedules per step (vLLM's knob; 0, its default, is off);
@@ -61,7 +67,10 @@ class Replica:
         cached blocks save prefill."""
         if not isinstance(precision, Precision):
             raise TypeError(f"precision must be a solutions.step_model.Precision (BF16, FP8, ...), got {precision!r}")
-        step_time = step_model if step_model is not None else StepModel.of(model, gpu, tp, precision)
+        step_time = step_model if step_model is not None else StepModel.of(model, gpu, tp, precision, regime=regime)
+        if serving_stack_s is None:
+            named = getattr(step_time, "regime", regime)
+            serving_stack_s = VLLM_DEFAULTS.serving_stack_s if named == "vllm-defaults" else SERVING_STACK_S
         pool = (KVPool(kv_blocks, block_size) if kv_blocks is not None else
                 KVPool.for_replica(model, gpu, gpu_memory_utilization=gpu_memory_utilization, tp=tp,
                                    non_kv_bytes=non_kv_bytes, block_size=block_size,

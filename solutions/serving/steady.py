@@ -127,7 +127,8 @@ def steady_window(result, slo=None, *, warmup_s: float | None = None, warmup_fra
     span = float(finish.max()) - first
     if last <= first:
         raise ValueError("every request arrived at once (--request-rate inf?): there is no window with arrivals "
-                         "still coming, so no steady state to read; the run is all ramp and drain")
+                         "still coming, so no steady state to read; the run is all ramp and drain (read it over the whole "
+                         "run: summary(..., window=\"run\"))")
     warm = warmup_fraction * (last - first) if warmup_s is None else float(warmup_s)
     if not 0 <= warm < last - first:
         raise ValueError(f"warmup_s must be in [0, {last - first:.3g}) s (the arrival span), got {warm!r}")
