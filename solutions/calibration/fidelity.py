@@ -119,11 +119,12 @@ def replay(run: ServingRun, step_model: StepModel | None = None, serving_stack_s
 
 def vllm_serve_defaults(gpu: GPU) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) that `vllm serve` picks for `gpu` in vLLM 0.33.0's
-    three memory tiers (`vllm==0.33.0:vllm/engine/arg_utils.py`, OPENAI_API_SERVER usage context):
-    16,384 and 1,024 from 160 GiB (`if device_memory >= 160 * GiB_bytes:`, B200-class); 8,192 and
-    1,024 from 70 GiB on a GPU that is not an A100 (`# For GPUs like H100 and H200, use larger
-    offline defaults.`); else 2,048 and 256 (`# TODO(woosuk): Tune the default values for other
-    hardware.`). The datasheet capacity stands in for what the driver reports."""
+    three memory tiers, OPENAI_API_SERVER usage context: 16,384 and 1,024 from 160 GiB, B200-class
+    (`vllm==0.33.0:vllm/engine/arg_utils.py` `if device_memory >= 160 * GiB_bytes:`); 8,192 and
+    1,024 from 70 GiB on a GPU that is not an A100 (`vllm==0.33.0:vllm/engine/arg_utils.py`
+    `# For GPUs like H100 and H200, use larger offline defaults.`); else 2,048 and 256
+    (`vllm==0.33.0:vllm/engine/arg_utils.py` `# TODO(woosuk): Tune the default values for other hardware.`).
+    The datasheet capacity stands in for what the driver reports."""
     memory = gpu.hbm_capacity_bytes
     if memory >= 160 * 2**30:
         return 16384, 1024
