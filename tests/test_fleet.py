@@ -5,7 +5,8 @@ from solutions.capacity import step_model_capacity
 from solutions.hardware import H100_SXM
 from solutions.models import LLAMA_3_1_8B
 from solutions.step_model import StepModel, StepShape
-from solutions.tenancy_fleet.fleet import diurnal_rates, measured_vllm_gap, replica_capacity, run_fleet, sample_counts
+from solutions.calibration.fidelity import measured_vllm_gap
+from solutions.tenancy_fleet.fleet import diurnal_rates, replica_capacity, run_fleet, sample_counts
 
 
 def test_diurnal_mean_and_ratio():

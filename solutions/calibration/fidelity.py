@@ -15,7 +15,7 @@ import numpy as np
 from solutions.calibration import kernel_fits as cal
 from solutions import models, step_defaults
 from solutions.calibration import h100_profiles
-from solutions.calibration.vllm_serving_runs import ServingRun
+from solutions.calibration.vllm_serving_runs import RUNS, ServingRun
 from solutions.hardware import GPU, GPUS, H100_SXM
 from solutions.models import Model
 from solutions.roofline import IDEAL
@@ -115,6 +115,19 @@ def replay(run: ServingRun, step_model: StepModel | None = None, serving_stack_s
     return Replay(run, duration, float(res.output_tokens.sum()) / duration, float(np.median(ttft)) * 1e3,
                   float(np.nanmedian(res.tpot)) * 1e3, int(np.sum(res.steps["prefill_tokens"])),
                   int((res.preemptions > 0).sum()))
+
+
+def measured_vllm_gap(gpu: GPU) -> tuple[float, float]:
+    """(lowest, highest) ratio of the kit's kernel-ceiling throughput to vLLM's measured one over the published
+    saturated runs on `gpu` with prompts of 100-10,000 tokens (`--request-rate inf`, no concurrency cap;
+    docs/fidelity.ipynb), the selection q08 reads. Data, not a fit: divide a kernel-ceiling capacity by it to
+    size vLLM at its defaults, beside the fitted "vllm-defaults" regime (q30, q32, q33). The runs are base
+    models (Qwen3-14B on H100); each is replayed on the kernel ceiling (`replay`'s default)."""
+    runs = [r for r in RUNS if r.gpu == gpu.name and not r.max_concurrency and 100 < r.mean_input < 10_000 and r.mean_output > 4]
+    if not runs:
+        raise ValueError(f"no published saturated run on {gpu.name}")
+    gaps = [replay(r).ratio("output_tok_s") for r in runs]
+    return min(gaps), max(gaps)
 
 
 def vllm_serve_defaults(gpu: GPU) -> tuple[int, int]:

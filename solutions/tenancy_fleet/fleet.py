@@ -9,7 +9,9 @@ how many replicas there are, and when.
     run_fleet(counts, step_s, capacity, policy, load_s, initial)       replicas, served, queue per step
     replica_capacity(step_model, prompt, output)                        req/s one replica sustains, at the
                                                                        largest batch its KV pool holds
-    measured_vllm_gap(gpu)                                              (low, high) kit ceiling / vLLM measured
+
+`measured_vllm_gap` (the kit's ceiling against vLLM's measured throughput) lives in
+`solutions.calibration.fidelity`, beside the replays it reads; it is re-exported here for q32 and q33.
 """
 
 from __future__ import annotations
@@ -20,10 +22,8 @@ from typing import Callable
 
 import numpy as np
 
-from solutions.calibration import fidelity
-from solutions.calibration.vllm_serving_runs import RUNS
+from solutions.calibration.fidelity import measured_vllm_gap  # noqa: F401  (re-exported: q32, q33 import it from here)
 from solutions.capacity import step_model_capacity
-from solutions.hardware import GPU
 from solutions.step_model import StepModel, StepShape
 from solutions.units import GiB
 
@@ -77,18 +77,6 @@ def replica_capacity(step_model: StepModel, prompt: float, output: float, *,
         raise ValueError(f"the KV pool holds no sequence of {context:,.0f} tokens")
     t = step_model.time(StepShape.decode(n, context) + StepShape.prefill(prompt, sequences=n / output)).seconds
     return ReplicaCapacity(rate=n / (output * t), batch=n, step_s=t)
-
-
-def measured_vllm_gap(gpu: GPU) -> tuple[float, float]:
-    """(lowest, highest) ratio of the kit's kernel-ceiling throughput to vLLM's measured one over the published
-    saturated runs on `gpu` with prompts of 100-10,000 tokens (`--request-rate inf`, no concurrency cap;
-    docs/fidelity.ipynb), the selection q08 reads. Data, not a fit: divide a ceiling capacity by it to size vLLM
-    at its defaults, beside the fitted "vllm-defaults" regime. The runs are base models (Qwen3-14B on H100)."""
-    runs = [r for r in RUNS if r.gpu == gpu.name and not r.max_concurrency and 100 < r.mean_input < 10_000 and r.mean_output > 4]
-    if not runs:
-        raise ValueError(f"no published saturated run on {gpu.name}")
-    gaps = [fidelity.replay(r).ratio("output_tok_s") for r in runs]
-    return min(gaps), max(gaps)
 
 
 @dataclass(frozen=True)
