@@ -250,14 +250,17 @@ def batch_within(step_model: StepModel, context_len: float, tpot_s: float, max_b
 
 @dataclass(frozen=True)
 class Ceilings:
-    """The three limits on the running batch; the smallest one is the one that binds."""
+    """The two ceilings on the running batch (KV memory, the TPOT target; the lower one binds) and
+    the GEMMs' critical batch, which is a knee, not a ceiling: past it the time per token keeps
+    falling towards its compute-bound floor, so throughput still rises, only more slowly."""
 
     kv_memory: float  # sequences whose KV fits in the pool
-    compute_ridge: float  # the GEMMs' critical batch: past it, more sequences add latency, not throughput
+    compute_ridge: float  # the knee: the GEMMs' critical batch (weights no longer amortise for free)
     latency: float  # largest batch whose step meets the TPOT target
 
     def as_dict(self) -> dict[str, float]:
-        return {"KV memory": self.kv_memory, "compute ridge": self.compute_ridge, "latency target": self.latency}
+        """The ceilings only (the knee limits nothing)."""
+        return {"KV memory": self.kv_memory, "latency target": self.latency}
 
     @property
     def binding(self) -> str:
@@ -270,10 +273,10 @@ class Ceilings:
 
 
 def batch_ceilings(step_model: StepModel, context_len: float, pool_bytes: float, tpot_s: float) -> Ceilings:
-    """The three ceilings for decode at `context_len` cached tokens per sequence. The compute
-    ceiling is the GEMMs' critical batch: past it each extra sequence adds its full share of GEMM
-    time to every step (and attention was already paid per sequence), so latency grows and
-    throughput barely does."""
+    """The two ceilings for decode at `context_len` cached tokens per sequence, and the knee
+    (`step_model.critical_batch`): past it each extra sequence adds its full share of GEMM time
+    to every step, so the step grows faster, but tokens per second still rise until the latency
+    or KV ceiling stops them."""
     return Ceilings(
         kv_memory=sequences_that_fit(pool_bytes, step_model.model, context_len, step_model.precision.kv),
         compute_ridge=step_model.critical_batch,

@@ -130,7 +130,16 @@ class Model:
         return self.active_params - untied_embedding
 
     def weight_bytes(self, dtype: str = "bf16") -> float:
-        return self.params * DTYPE_BYTES[dtype]
+        """The weights as vLLM 0.33.0 holds them at `dtype`. A quantised checkpoint (under 16 bits)
+        keeps the embedding and the LM head in BF16: vLLM's FP8 method quantizes linear layers
+        only (`vllm==0.33.0:vllm/model_executor/layers/quantization/fp8.py`
+        `if isinstance(layer, LinearBase):`), and `VocabParallelEmbedding` / `ParallelLMHead` are
+        not linear layers. For Llama 3.1 8B in FP8 that is 9.08 GB, not 8.03."""
+        width = DTYPE_BYTES[dtype]
+        if width >= DTYPE_BYTES["bf16"]:
+            return self.params * width
+        vocab = self.embedding_params * (1 if self.tie_word_embeddings else 2)
+        return (self.params - vocab) * width + vocab * DTYPE_BYTES["bf16"]
 
     # ---- state per token / per request --------------------------------------------------
     def kv_bytes_per_token(self, dtype: str = "bf16") -> float:

@@ -57,14 +57,19 @@ def test_batch_within_is_the_largest_batch_that_meets_the_target(model, context_
     assert batch_within(sm, context_len, 1e-4) == 0
 
 
-def test_ceilings_pick_the_lowest():
+def test_ceilings_pick_the_lowest_and_the_knee_is_not_one():
     pool = kv_pool_bytes(LLAMA_3_1_8B, total_memory_bytes(H100_SXM))
     sm = StepModel.of(LLAMA_3_1_8B, H100_SXM)
     c = batch_ceilings(sm, 4096, pool, 50e-3)  # at 2,048 tokens KV (223) and the ridge (221) are within 1%
     assert c.binding == "KV memory" and c.lowest == c.kv_memory
     assert c.compute_ridge == sm.critical_batch
-    short = batch_ceilings(sm, 128, pool, 1.0)
-    assert short.binding == "compute ridge"
+    short = batch_ceilings(sm, 128, pool, 50e-3)  # short contexts: the TPOT target binds, far past the knee
+    assert short.binding == "latency target" and short.lowest == short.latency > 2 * short.compute_ridge
+    assert "compute ridge" not in short.as_dict()
+    # past the knee the time per token still falls: throughput rises towards the latency ceiling
+    knee = round(short.compute_ridge)
+    per_token = [sm.decode(b, 128).seconds / b for b in (knee, 2 * knee, short.latency)]
+    assert per_token[0] > per_token[1] > per_token[2]
 
 
 def _line(fixed_s, per_seq_s):

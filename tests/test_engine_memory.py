@@ -97,11 +97,10 @@ def test_bad_inputs_are_clear_errors(bad):
 
 def test_fp8_keeps_the_embedding_and_lm_head_in_bf16_as_vllm_does():
     # vLLM 0.33.0's fp8.py quantizes LinearBase layers only: 2 x vocab x hidden stay at 2 bytes.
-    from solutions.kv_cache_memory.engine_memory import vllm_weight_bytes
     m = LLAMA_3_3_70B
-    extra = vllm_weight_bytes(m, "fp8") - m.weight_bytes("fp8")
+    extra = m.weight_bytes("fp8") - m.params  # over every parameter at one byte
     assert extra == 2 * m.vocab_size * m.hidden_size
-    assert vllm_weight_bytes(m, "bf16") == m.weight_bytes("bf16")
+    assert m.weight_bytes("bf16") == 2 * m.params
     fp8 = StartupLedger.of(m, H100_SXM, tp=2, weight_dtype="fp8")
-    assert fp8.weights == pytest.approx(vllm_weight_bytes(m, "fp8") / 2)
+    assert fp8.weights == pytest.approx(m.weight_bytes("fp8") / 2)
     assert fp8.available_kv / GiB == pytest.approx(36.0, abs=0.1)

@@ -42,9 +42,16 @@ def test_derived_value_matches_published_figure(what, computed, published, rel, 
         f"{what}: kit computes {computed:.6g}, published {published} ({source})")
 
 
-def test_llama_8b_weights_fill_16_gb_in_bf16_and_8_in_fp8():
-    assert m.LLAMA_3_1_8B.weight_bytes("bf16") / 1e9 == pytest.approx(16.06, rel=1e-3)
-    assert m.LLAMA_3_1_8B.weight_bytes("fp8") / 1e9 == pytest.approx(8.03, rel=1e-3)
+def test_llama_8b_weights_fill_16_gb_in_bf16_and_9_in_fp8():
+    # FP8: 8.03 B parameters at one byte, plus one more byte for each of the 1.05 B parameters of
+    # the embedding and the LM head, which vLLM keeps in BF16
+    llama = m.LLAMA_3_1_8B
+    assert llama.weight_bytes("bf16") / 1e9 == pytest.approx(16.06, rel=1e-3)
+    assert llama.weight_bytes("fp8") / 1e9 == pytest.approx(9.08, rel=1e-3)
+    assert llama.weight_bytes("fp8") - llama.params == 2 * llama.vocab_size * llama.hidden_size
+    tied = m.LLAMA_3_2_1B  # one vocabulary matrix, shared by the embedding and the LM head
+    assert tied.tie_word_embeddings
+    assert tied.weight_bytes("fp8") - tied.params == tied.vocab_size * tied.hidden_size
 
 
 def test_decode_flops_are_two_per_parameter_per_token_plus_attention():

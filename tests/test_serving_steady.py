@@ -51,6 +51,19 @@ def test_an_overloaded_queue_is_flagged_and_completes_one_over_rho():
     assert w.backlog_growth == pytest.approx(w.arrivals * (1 - 1 / 1.3), rel=0.1)
 
 
+def test_a_marginal_overload_the_backlog_rule_misses_is_caught_by_its_climbing_waits():
+    """rho 1.02 over 20,000 arrivals: the backlog gains ~4.5% of the window's arrivals (under the 5%
+    tolerance), but each later arrival waits longer: flagged, with the wait's rise as the reason."""
+    res = _mm1(1.02, n=20_000)
+    w = res.steady()
+    assert w.backlog_growth < 0.05 * w.arrivals  # the backlog rule alone would call it steady
+    assert w.wait_growth_s > 300 and w.overloaded and not w.is_steady
+    assert any("queue wait climbs" in r for r in w.reasons)
+    # a stable queue at rho 0.9 over as long a window is not flagged
+    calm = _mm1(0.9, n=20_000).steady()
+    assert calm.is_steady and not calm.overloaded, calm.reasons
+
+
 def test_a_short_run_past_kv_capacity_looks_healthy_over_its_span_and_is_flagged():
     """q38's transient: 600 long-answer requests at 1.7 req/s on one H100. Over the whole span most
     requests meet the SLO; the steady window shows the backlog growing and the pool filling."""

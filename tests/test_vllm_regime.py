@@ -51,3 +51,27 @@ def test_held_out_runs_the_regime_was_not_fitted_on():
         assert name not in fitted_on
         p = vllm_regime.replay(RUNS_BY_NAME[name])
         assert 0.9 <= p.ratio("output_tok_s") <= 1.1 and 0.9 <= p.ratio("median_tpot_ms") <= 1.1, name
+
+
+def test_the_simulators_default_replica_is_the_regime_the_replays_test():
+    """`Replica.of`'s default prices what the held-out replays above test (vLLM at its defaults),
+    with the serving-stack time fitted beside it; the ceiling is one keyword away."""
+    from solutions.serving import Replica
+    run = RUNS_BY_NAME["Qwen3-8B ShareGPT, concurrency 4"]
+    o = step_defaults.VLLM_DEFAULTS
+    default = Replica.of(QWEN3_8B, H100_SXM)
+    assert default.step_time == vllm_regime._step_model(run, o.constant_s, o.per_seq_s, o.per_token_s)
+    assert default.serving_stack_s == o.serving_stack_s
+    ceiling = Replica.of(QWEN3_8B, H100_SXM, regime="kernel-ceiling")
+    assert ceiling.step_time == StepModel.of(QWEN3_8B, H100_SXM)
+    assert ceiling.serving_stack_s == step_defaults.SERVING_STACK_S
+    with pytest.raises(ValueError, match="regime must be one of"):
+        Replica.of(QWEN3_8B, H100_SXM, regime="tuned")
+
+
+def test_vllm_serve_defaults_follow_the_three_memory_tiers():
+    from solutions.calibration.fidelity import vllm_serve_defaults
+    from solutions.hardware import B200, H200_SXM
+    assert vllm_serve_defaults(A100_80GB_SXM) == (2048, 256)
+    assert vllm_serve_defaults(H100_SXM) == vllm_serve_defaults(H200_SXM) == (8192, 1024)
+    assert vllm_serve_defaults(B200) == (16384, 1024)

@@ -118,13 +118,17 @@ def replay(run: ServingRun, step_model: StepModel | None = None, serving_stack_s
 
 
 def vllm_serve_defaults(gpu: GPU) -> tuple[int, int]:
-    """(max_num_batched_tokens, max_num_seqs) that `vllm serve` picks for `gpu`: 8,192 and 1,024
-    on a GPU with >= 70 GiB that is not an A100, else 2,048 and 256 (`vllm==0.33.0:vllm/engine/arg_utils.py`
-    `# For GPUs like H100 and H200, use larger offline defaults.` and
-    `# TODO(woosuk): Tune the default values for other hardware.`, OPENAI_API_SERVER usage context;
-    0.33.0 also has a third tier, 16,384 and 1,024 from 160 GiB, `if device_memory >= 160 * GiB_bytes:`,
-    which this function does not model yet: for the kit's B200 it returns 8,192, 0.33.0 picks 16,384)."""
-    large = gpu.hbm_capacity_bytes >= 70 * 2**30 and "A100" not in gpu.name
+    """(max_num_batched_tokens, max_num_seqs) that `vllm serve` picks for `gpu` in vLLM 0.33.0's
+    three memory tiers, OPENAI_API_SERVER usage context: 16,384 and 1,024 from 160 GiB, B200-class
+    (`vllm==0.33.0:vllm/engine/arg_utils.py` `if device_memory >= 160 * GiB_bytes:`); 8,192 and
+    1,024 from 70 GiB on a GPU that is not an A100 (`vllm==0.33.0:vllm/engine/arg_utils.py`
+    `# For GPUs like H100 and H200, use larger offline defaults.`); else 2,048 and 256
+    (`vllm==0.33.0:vllm/engine/arg_utils.py` `# TODO(woosuk): Tune the default values for other hardware.`).
+    The datasheet capacity stands in for what the driver reports."""
+    memory = gpu.hbm_capacity_bytes
+    if memory >= 160 * 2**30:
+        return 16384, 1024
+    large = memory >= 70 * 2**30 and "A100" not in gpu.name
     return (8192, 1024) if large else (2048, 256)
 
 

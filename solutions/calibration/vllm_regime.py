@@ -86,7 +86,7 @@ def attention_error(eff: Efficiency = HOPPER_ATTENTION) -> list[tuple[AttentionP
 # ---- 2. time outside the kernels, and the serving stack ------------------------------------------
 def _step_model(run, constant_s, per_seq_s, per_token_s):
     gpu = GPUS[run.gpu]
-    return StepModel.of(getattr(models, run.model), gpu, run.tp, fit=vllm_kernel_fit(gpu), overhead_s=constant_s,
+    return StepModel.of(getattr(models, run.model), gpu, run.tp, regime="vllm-defaults", overhead_s=constant_s,
                         overhead_per_seq_s=per_seq_s, overhead_per_token_s=per_token_s)
 
 

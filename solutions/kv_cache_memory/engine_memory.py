@@ -68,21 +68,6 @@ LOGGED_NON_TORCH_AFTER_SNAPSHOT_BYTES = 0.16 * GiB
 _SEE_DOCS = "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
 
 
-def vllm_weight_bytes(model: Model, dtype: str = "bf16") -> float:
-    """The weights as vLLM 0.33.0 holds them, in bytes (whole model, all ranks).
-
-    `Model.weight_bytes` prices every parameter at `dtype`. vLLM's FP8 method quantizes only
-    linear layers (`vllm==0.33.0:vllm/model_executor/layers/quantization/fp8.py`
-    `offline_method = Fp8LinearMethod(self)`, reached only `if isinstance(layer, LinearBase):`):
-    the embedding and the LM head (`VocabParallelEmbedding`, `ParallelLMHead`) stay in the model
-    dtype, BF16. For Llama 3.3 70B that is 2.1 B parameters at 2 bytes instead of 1: about 1 GiB
-    more per GPU at TP 2 than the kit's figure."""
-    if dtype != "fp8":
-        return model.weight_bytes(dtype)
-    heads = model.embedding_params * (1 if model.tie_word_embeddings else 2)
-    return model.weight_bytes("fp8") + heads * (DTYPE_BYTES["bf16"] - DTYPE_BYTES["fp8"])
-
-
 def activation_peak_bytes(model: Model, tp: int = 1, max_num_batched_tokens: int = SERVE_MAX_NUM_BATCHED_TOKENS,
                           max_num_seqs: int = SERVE_MAX_NUM_SEQS, dtype: str = "bf16") -> float:
     """The profile run's torch peak above the weights, estimated from the shapes.
@@ -173,7 +158,7 @@ class StartupLedger:
         kv_heads_per_rank = max(1, model.num_kv_heads // tp)  # replicated when tp > KV heads
         kv_token = 2 * model.n_attention * kv_heads_per_rank * model.head_dim * DTYPE_BYTES[kv_dtype]
         return cls(total=total_memory_bytes(gpu), utilization=utilization,
-                   weights=vllm_weight_bytes(model, weight_dtype) / tp,
+                   weights=model.weight_bytes(weight_dtype) / tp,
                    activation_peak=t.activation_scale * activation_peak_bytes(model, tp, max_num_batched_tokens,
                                                                               max_num_seqs),
                    after_snapshot=t.after_snapshot, cuda_graphs=t.cuda_graphs,

@@ -22,6 +22,12 @@ Is it steady? Three trends over the window, fitted by least squares:
     backlog     requests in the system (arrived, not finished): if it grows by more than `tol`
                 of the window's arrivals, completions do not keep up: the run is **overloaded**
                 (the queue grows without bound; a longer run only makes it worse)
+    queue wait  each arrival's wait for admission, against its arrival time: if the fitted rise
+                over the window exceeds `wait_tol` times the window's mean wait (and a quarter of a
+                mean lifetime, so that millisecond waits do not count), the waits are still
+                climbing: not steady, and **overloaded** if the backlog is rising too. A marginal
+                overload (rho ~1.02) grows its backlog by only ~3-5% of the arrivals of a long
+                window, under `tol`, while every later arrival waits longer: this check catches it
     KV pool     occupancy still rising (or falling) by more than `kv_tol` of the pool: not steady
     length      the window must span `min_residences` mean request lifetimes and hold
                 `min_arrivals` arrivals, or it is a transient, whatever the trends say
@@ -62,6 +68,7 @@ class SteadyWindow:
     output_tokens_per_s: float
     backlog_growth: float  # requests gained by the system over the window (fitted trend)
     queue_growth: float  # waiting requests gained over the window (fitted trend)
+    wait_growth_s: float  # rise of the admission wait across the window's arrivals (fitted trend), seconds
     kv_trend: float  # pool fraction gained over the window (fitted trend)
     mean_kv_fraction: float  # time-average pool occupancy in the window
     kv_full_share: float  # share of the window with the pool >= 99% used
@@ -114,12 +121,12 @@ def _step_average(start, end, values, t0, t1) -> float:
 
 
 def steady_window(result, slo=None, *, warmup_s: float | None = None, warmup_fraction: float = 0.2,
-                  tol: float = 0.05, kv_tol: float = 0.1, min_residences: float = 3.0,
+                  tol: float = 0.05, kv_tol: float = 0.1, wait_tol: float = 1.0, min_residences: float = 3.0,
                   min_arrivals: int = 50, grid: int = 512) -> SteadyWindow:
     """The steady window of `result` (a `Result`), by the module's method; see its docstring."""
     if not 0 <= warmup_fraction < 1:
         raise ValueError(f"warmup_fraction must be in [0, 1), got {warmup_fraction!r}")
-    for name, value in (("tol", tol), ("kv_tol", kv_tol), ("min_residences", min_residences)):
+    for name, value in (("tol", tol), ("kv_tol", kv_tol), ("wait_tol", wait_tol), ("min_residences", min_residences)):
         if not value > 0:
             raise ValueError(f"{name} must be > 0, got {value!r}")
     arrival, finish = result.arrival_s, result.finish_s
@@ -164,6 +171,15 @@ def steady_window(result, slo=None, *, warmup_s: float | None = None, warmup_fra
     if abs(kv_trend) > kv_tol:
         reasons.append(f"the pool's occupancy moves by {kv_trend:+.0%} of the pool over the window")
     residence = float((finish[inside] - arrival[inside]).mean()) if arrivals else float("inf")
+    wait = result.admitted_s[inside] - arrival[inside]
+    wait_growth = _slope(arrival[inside], wait) * T if arrivals > 1 else 0.0
+    mean_wait = float(wait.mean()) if arrivals else 0.0
+    if wait_growth > wait_tol * mean_wait and wait_growth > 0.25 * residence:
+        reasons.append(f"the queue wait climbs by {wait_growth:.3g} s over the window (mean wait {mean_wait:.3g} s): "
+                       "later arrivals wait longer, the queue has not settled")
+        if backlog_growth > 0 and not overloaded:
+            overloaded = True
+            reasons.append(f"the backlog rises too (+{backlog_growth:.0f} requests): completions do not keep up")
     if T < min_residences * residence:
         reasons.append(f"the window ({T:.0f} s) is under {min_residences:g} mean request lifetimes "
                        f"({residence:.0f} s each): a transient")
@@ -172,7 +188,7 @@ def steady_window(result, slo=None, *, warmup_s: float | None = None, warmup_fra
     out = dict(method=METHOD, start_s=t0, end_s=t1, arrivals=arrivals, completions=completions,
                arrival_rate=arrivals / T, throughput_req_per_s=completions / T,
                output_tokens_per_s=float(((result.token_s >= t0) & (result.token_s <= t1)).sum() / T),
-               backlog_growth=backlog_growth, queue_growth=queue_growth, kv_trend=kv_trend,
+               backlog_growth=backlog_growth, queue_growth=queue_growth, wait_growth_s=wait_growth, kv_trend=kv_trend,
                mean_kv_fraction=mean_kv_fraction, kv_full_share=kv_full_share, mean_in_system=mean_in_system,
                mean_kv_tokens=mean_kv_tokens, ramp_share=warm / span, drain_share=(float(finish.max()) - last) / span,
                overloaded=bool(overloaded), is_steady=not reasons, reasons=tuple(reasons), requests=inside)

@@ -111,7 +111,7 @@ seq.append_token_id(...) then append_slots(seq), whose list holds at most one
 W entries under a window), free_count = get_num_free_gpu_blocks(). Its output processor
 frees dead hypotheses and forks survivors before the next step's append_slots, and
 append_slots copies only a block whose ref_count is above 1, so without a sliding window it
-meets all four properties. With a sliding window it does not: it wraps onto
+meets every full-attention property. With a sliding window it does not: it wraps onto
 block_table[len(block_table) % W] (the mutant wrap_index_modulo_table) and forks every
 block the whole table lists; once a wrapped block has been copied, the early entries of
 the table are stale, and the grader finds a write into a block the sequence gave up and a
