@@ -102,13 +102,15 @@ def expected_experts_touched(model: Model, tokens: int) -> float:
 
 def weight_bytes_read(model: Model, tokens: int, dtype: str = "bf16") -> float:
     """Weights a step streams from HBM: every matmul weight, but for an MoE only the experts
-    its tokens touch. The embedding table is gathered row by row, not streamed."""
+    its tokens touch. The embedding table is gathered row by row, not streamed. A quantised
+    checkpoint's LM head stays in BF16, as `Model.weight_bytes` says."""
     untied_embedding = 0 if model.tie_word_embeddings else model.embedding_params
     mlp = model.n_mlp * model.mlp_params_per_layer()
     if model.num_experts > 1:
         mlp = model.n_mlp * model.mlp_params_per_layer(expected_experts_touched(model, tokens))
     dense = model.params - untied_embedding - model.n_mlp * model.mlp_params_per_layer()
-    return (dense + mlp) * DTYPE_BYTES[dtype]
+    head = model.embedding_params  # the LM head, read every step
+    return (dense + mlp - head) * DTYPE_BYTES[dtype] + head * max(DTYPE_BYTES[dtype], DTYPE_BYTES["bf16"])
 
 
 def _logit_flops(model: Model, sampled_positions: int) -> float:

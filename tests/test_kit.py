@@ -97,6 +97,12 @@ def test_moe_reads_only_touched_experts():
     assert many == pytest.approx((model.params - model.embedding_params) * 2, rel=1e-6)
 
 
+def test_an_fp8_step_streams_its_lm_head_in_bf16():
+    model = m.LLAMA_3_1_8B
+    bf16, fp8 = rl.weight_bytes_read(model, 1), rl.weight_bytes_read(model, 1, "fp8")
+    assert fp8 == pytest.approx(bf16 / 2 + model.embedding_params, rel=1e-12)
+
+
 def test_gpu_units_are_decimal_and_bidirectional_links_halve():
     assert hw.H100_SXM.hbm_capacity_bytes == 80e9
     assert hw.H100_SXM.nvlink_unidir_bytes_per_s == 450e9

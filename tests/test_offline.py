@@ -50,3 +50,19 @@ def test_vllm_defaults_regime_costs_more_than_the_ceiling():
     assert vllm.batch() == ceiling.batch()  # the regime prices time, not memory
     with pytest.raises(ValueError, match="regime"):
         OfflinePass(LLAMA_3_1_8B, 0, 100, 10, regime="tuned").step_model
+
+
+def test_kv_heads_replicate_past_their_count():
+    # Llama 3.1 8B has 8 KV heads: at TP16 each rank keeps one (replicated), so the pool holds no more
+    # tokens per rank than at TP8 (a little more: each rank holds half the weights)
+    tp8 = OfflinePass(LLAMA_3_1_8B, 0, 2000, 100, tp=8, max_num_seqs=100_000)
+    tp16 = OfflinePass(LLAMA_3_1_8B, 0, 2000, 100, tp=16, max_num_seqs=100_000)
+    assert tp16.kv_capacity().replicated and not tp8.kv_capacity().replicated
+    assert tp16.batch() < 1.1 * tp8.batch()  # not ~2x, as splitting 8 heads 16 ways would give
+
+
+def test_prefix_hit_rounds_to_whole_blocks():
+    p = OfflinePass(LLAMA_3_1_8B, shared_prefix=300, unique=1700, output=200).prefix_hit()
+    assert (p.shared_prefix, p.unique, p.prefix_cached) == (288, 1712, True)
+    assert p.prompt == 2000
+    assert OfflinePass(LLAMA_3_1_8B, 10, 100, 10).prefix_hit().prefix_cached is False

@@ -10,15 +10,17 @@ which it quotes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
-from solutions.capacity import VLLM_GPU_MEMORY_UTILIZATION, kv_pool_bytes, sequences_that_fit, total_memory_bytes
+from solutions.capacity import VLLM_GPU_MEMORY_UTILIZATION, KVCapacity, kv_capacity, kv_pool_bytes, total_memory_bytes
 from solutions.hardware import A100_80GB_SXM, GPU
 from solutions.models import Model
 from solutions.step_model import Precision, StepModel
 from solutions.units import GiB
 
 NON_KV_BYTES_PER_GPU = 2 * GiB  # activations, CUDA graphs, NCCL: assumed, as in solutions.capacity
+PREFIX_CACHE_BLOCK = 16  # vLLM's default KV block (tokens): its prefix cache hashes and matches whole blocks only
 
 
 @dataclass(frozen=True)
@@ -66,9 +68,22 @@ class OfflinePass:
         return self.prompt + self.output / 2
 
     def kv_pool_bytes(self) -> float:
-        """KV pool summed over the `tp` GPUs (each holds 1/tp of every KV head group)."""
+        """KV pool summed over the `tp` GPUs."""
         return kv_pool_bytes(self.model, self.tp * total_memory_bytes(self.gpu), self.gpu_memory_utilization,
                              non_kv_bytes=self.tp * NON_KV_BYTES_PER_GPU, weight_dtype=self.weight_dtype)
+
+    def kv_capacity(self) -> KVCapacity:
+        """The pool per rank and the tokens it holds, KV-head replication included when `tp`
+        exceeds the model's KV heads (`solutions.capacity.kv_capacity`)."""
+        return kv_capacity(self.model, self.gpu, self.tp, weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype,
+                           gpu_memory_utilization=self.gpu_memory_utilization, non_kv_bytes=NON_KV_BYTES_PER_GPU)
+
+    def prefix_hit(self, block: int = PREFIX_CACHE_BLOCK) -> "OfflinePass":
+        """The pass as vLLM's prefix cache (on by default) serves it when the shared prefix comes
+        first and is byte-identical: the whole blocks of the prefix hit, the tokens of its last
+        partial block are recomputed with the item's own."""
+        hit = self.shared_prefix // block * block
+        return replace(self, shared_prefix=hit, unique=self.unique + self.shared_prefix - hit, prefix_cached=hit > 0)
 
     @property
     def mean_private_context(self) -> float:
@@ -78,8 +93,8 @@ class OfflinePass:
     def batch(self) -> int:
         """Running sequences: what the pool holds at the mean private context (after one copy of a
         cached shared prefix), capped by max_num_seqs."""
-        shared = self.shared_prefix * self.model.kv_bytes_per_token(self.kv_dtype) if self.prefix_cached else 0
-        fits = sequences_that_fit(self.kv_pool_bytes() - shared, self.model, self.mean_private_context, self.kv_dtype)
+        shared = self.shared_prefix if self.prefix_cached else 0
+        fits = math.floor((self.kv_capacity().tokens - shared) / self.mean_private_context)
         if fits < 1:
             raise ValueError(f"not one sequence of {self.mean_context:.0f} tokens fits in the KV pool")
         return min(self.max_num_seqs, fits)
