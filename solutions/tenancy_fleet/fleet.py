@@ -11,7 +11,7 @@ how many replicas there are, and when.
                                                                        largest batch its KV pool holds
 
 `measured_vllm_gap` (the kit's ceiling against vLLM's measured throughput) lives in
-`solutions.calibration.fidelity`, beside the replays it reads; it is re-exported here for q32 and q33.
+`solutions.calibration.fidelity`, beside the replays it reads.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from typing import Callable
 
 import numpy as np
 
-from solutions.calibration.fidelity import measured_vllm_gap  # noqa: F401  (re-exported: q32, q33 import it from here)
 from solutions.capacity import step_model_capacity
 from solutions.step_model import StepModel, StepShape
 from solutions.units import GiB
