@@ -301,6 +301,21 @@ QWEN3_14B = Model(
     "aa3375040b9b7fd90832fb03099776d0a34ce41c:scripts/models/qwen3-14B.sh; model card: 14.8B parameters",
 )
 
+QWEN3_32B = Model(
+    name="Qwen3 32B",
+    hf_id="Qwen/Qwen3-32B",
+    num_layers=64,
+    hidden_size=5120,
+    num_heads=64,
+    num_kv_heads=8,
+    head_dim=128,
+    intermediate_size=25600,
+    vocab_size=151936,
+    tie_word_embeddings=False,
+    source="huggingface.co/Qwen/Qwen3-32B/blob/main/config.json, as restated in zyzshishui/slime@"
+    "b806b5ca502edfa5d6007edd97f53d2c41fb2795:scripts/models/qwen3-32B.sh; model card: 32.8B parameters",
+)
+
 # A small same-tokenizer draft model for Llama 3.x targets (speculative decoding answers).
 LLAMA_3_2_1B = Model(
     name="Llama 3.2 1B",
