@@ -62,11 +62,17 @@ def _qwen3_8b(c, duration, out_tok_s, ttft, tpot):
                       f"'Other Benchmark Cases', baseline (vLLM) results, '# BS={c}'")
 
 
-def _qwen3_14b(name, dataset, n, tokens_in, tokens_out, duration, out_tok_s, ttft, tpot, section,
-               gpu="H100 SXM", source=QWEN3_14B_THROUGHPUT):
-    prefix = "Qwen3-14B" if gpu == "H100 SXM" else "A100: Qwen3-14B"
-    return ServingRun(f"{prefix} {name}", "QWEN3_14B", gpu, 1, dataset, n, None, tokens_in, tokens_out,
+def _burst(model, name, dataset, n, tokens_in, tokens_out, duration, out_tok_s, ttft, tpot, section, source,
+           gpu="H100 SXM"):
+    """An open-loop run (every prompt at once) of the kit's model constant `model` ("QWEN3_14B")."""
+    label = model.title().replace("_", "-", 1).replace("_", ".")  # QWEN3_14B -> Qwen3-14B
+    prefix = label if gpu == "H100 SXM" else f"{gpu.split()[0]}: {label}"
+    return ServingRun(f"{prefix} {name}", model, gpu, 1, dataset, n, None, tokens_in, tokens_out,
                       duration, out_tok_s, ttft, tpot, source, section)
+
+
+def _qwen3_14b(*row, gpu="H100 SXM", source=QWEN3_14B_THROUGHPUT):
+    return _burst("QWEN3_14B", *row, source, gpu)
 
 
 RUNS = (
@@ -87,12 +93,11 @@ RUNS = (
     # The same ShareGPT burst on the GPU the kernels were fitted on. The page says "NVIDIA A100
     # GPUs"; an 80GB SXM card is assumed (vLLM's A100 defaults: 2,048 batched tokens, 256 sequences).
     _qwen3_14b("ShareGPT, 1000 at once", "sharegpt", 1000, 217393, 201605, 106.82, 1887.31, 39151.17, 106.15,
-               "'1. Choosing the Inference Engine', vLLM benchmark result", "A100 80GB SXM", QWEN3_14B_A100),
+               "'1. Choosing the Inference Engine', vLLM benchmark result", gpu="A100 80GB SXM", source=QWEN3_14B_A100),
 )
 
-def _qwen3_32b(name, dataset, n, tokens_in, tokens_out, duration, out_tok_s, ttft, tpot, section):
-    return ServingRun(f"Qwen3-32B {name}", "QWEN3_32B", "H100 SXM", 1, dataset, n, None, tokens_in, tokens_out,
-                      duration, out_tok_s, ttft, tpot, QWEN3_32B_THROUGHPUT, section)
+def _qwen3_32b(*row):
+    return _burst("QWEN3_32B", *row, QWEN3_32B_THROUGHPUT)
 
 
 # Another model size, held out from every fit (docs/fidelity.ipynb section 4): the same lab, engine
