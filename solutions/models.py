@@ -11,6 +11,12 @@ from dataclasses import dataclass
 from solutions.hardware import DTYPE_BYTES
 
 
+def vocab_bytes_per_param(dtype: str) -> float:
+    """Bytes per parameter of the embedding and the LM head in a checkpoint of `dtype`: a
+    quantised one (under 16 bits) keeps them in BF16, as vLLM 0.33.0 does (`Model.weight_bytes`)."""
+    return max(DTYPE_BYTES[dtype], DTYPE_BYTES["bf16"])
+
+
 @dataclass(frozen=True)
 class MambaMixer:
     """A Mamba-2 mixer's shapes (per layer). State per request = conv state + SSM state."""
@@ -135,11 +141,8 @@ class Model:
         only (`vllm==0.33.0:vllm/model_executor/layers/quantization/fp8.py`
         `if isinstance(layer, LinearBase):`), and `VocabParallelEmbedding` / `ParallelLMHead` are
         not linear layers. For Llama 3.1 8B in FP8 that is 9.08 GB, not 8.03."""
-        width = DTYPE_BYTES[dtype]
-        if width >= DTYPE_BYTES["bf16"]:
-            return self.params * width
         vocab = self.embedding_params * (1 if self.tie_word_embeddings else 2)
-        return (self.params - vocab) * width + vocab * DTYPE_BYTES["bf16"]
+        return (self.params - vocab) * DTYPE_BYTES[dtype] + vocab * vocab_bytes_per_param(dtype)
 
     # ---- state per token / per request --------------------------------------------------
     def kv_bytes_per_token(self, dtype: str = "bf16") -> float:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solutions.hardware import DTYPE_BYTES, GPU
-from solutions.models import Model
+from solutions.models import Model, vocab_bytes_per_param
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ def weight_bytes_read(model: Model, tokens: int, dtype: str = "bf16") -> float:
         mlp = model.n_mlp * model.mlp_params_per_layer(expected_experts_touched(model, tokens))
     dense = model.params - untied_embedding - model.n_mlp * model.mlp_params_per_layer()
     head = model.embedding_params  # the LM head, read every step
-    return (dense + mlp - head) * DTYPE_BYTES[dtype] + head * max(DTYPE_BYTES[dtype], DTYPE_BYTES["bf16"])
+    return (dense + mlp - head) * DTYPE_BYTES[dtype] + head * vocab_bytes_per_param(dtype)
 
 
 def _logit_flops(model: Model, sampled_positions: int) -> float:

@@ -65,7 +65,7 @@ def _qwen3_8b(c, duration, out_tok_s, ttft, tpot):
 def _burst(model, name, dataset, n, tokens_in, tokens_out, duration, out_tok_s, ttft, tpot, section, source,
            gpu="H100 SXM"):
     """An open-loop run (every prompt at once) of the kit's model constant `model` ("QWEN3_14B")."""
-    label = model.title().replace("_", "-", 1).replace("_", ".")  # QWEN3_14B -> Qwen3-14B
+    label = model.title().replace("_", "-")  # QWEN3_14B -> Qwen3-14B
     prefix = label if gpu == "H100 SXM" else f"{gpu.split()[0]}: {label}"
     return ServingRun(f"{prefix} {name}", model, gpu, 1, dataset, n, None, tokens_in, tokens_out,
                       duration, out_tok_s, ttft, tpot, source, section)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from solutions.capacity import VLLM_GPU_MEMORY_UTILIZATION, KVCapacity, kv_capacity, kv_pool_bytes, total_memory_bytes
+from solutions.capacity import VLLM_GPU_MEMORY_UTILIZATION, KVCapacity, kv_capacity
 from solutions.hardware import A100_80GB_SXM, GPU
 from solutions.models import Model
 from solutions.step_model import Precision, StepModel
@@ -69,8 +69,7 @@ class OfflinePass:
 
     def kv_pool_bytes(self) -> float:
         """KV pool summed over the `tp` GPUs."""
-        return kv_pool_bytes(self.model, self.tp * total_memory_bytes(self.gpu), self.gpu_memory_utilization,
-                             non_kv_bytes=self.tp * NON_KV_BYTES_PER_GPU, weight_dtype=self.weight_dtype)
+        return self.tp * self.kv_capacity().pool_bytes
 
     def kv_capacity(self) -> KVCapacity:
         """The pool per rank and the tokens it holds, KV-head replication included when `tp`
