@@ -29,12 +29,18 @@ class Efficiency:
     compute: float = 1.0  # achieved / peak dense FLOP/s
     memory: float = 1.0  # achieved / peak HBM bandwidth
     overhead_s: float = 0.0  # a fixed floor per kernel: launch, prologue, the last partial wave
+    # Bytes per second one thread block moves through one token's row. Kernels that give each token
+    # one block (vLLM's norms, activations, RoPE) take at least row bytes / this, however few the
+    # tokens: at decode batches their time is set by the row, not by HBM. inf: no such floor.
+    row_bytes_per_s: float = float("inf")
 
     def __post_init__(self):
         if not (0 < self.compute <= 1 and 0 < self.memory <= 1):
             raise ValueError(f"efficiencies must be in (0, 1]: {self}")
         if self.overhead_s < 0:
             raise ValueError(f"overhead_s must be >= 0, got {self.overhead_s}")
+        if not self.row_bytes_per_s > 0:
+            raise ValueError(f"row_bytes_per_s must be > 0, got {self.row_bytes_per_s}")
 
 
 IDEAL = Efficiency()

@@ -66,7 +66,7 @@ class Interconnect:
 # _posts/2025-01-24-v1.md, "Optimized Execution Loop") and because it also absorbs what the kernel
 # floors, fitted on eager-mode profiles, overstate under CUDA graphs. docs/fidelity.ipynb tests it
 # on the other published runs.
-STEP_OVERHEAD_S = 0.18e-3
+STEP_OVERHEAD_S = 0.24e-3
 
 # Time a request spends in the serving stack outside the engine's steps, paid once before its first
 # token: the HTTP request, the chat template, tokenising the prompt, handing it to the engine core,
@@ -76,7 +76,7 @@ STEP_OVERHEAD_S = 0.18e-3
 # simulator's prefill is ~8 ms): a `vllm serve` chat endpoint, measured by `vllm bench serve` on
 # the same host. The same lab's SGLang run of that benchmark has a 27 ms median TTFT, prefill
 # included, so it is an engine and front-end property, not physics.
-SERVING_STACK_S = 52e-3
+SERVING_STACK_S = 53e-3
 
 # Measured all-reduce latency of vLLM's custom all-reduce (bf16, no CUDA graph), message bytes -> us.
 # H100, TP 8: sgl-project/sglang PR 2904 ("optimize custom allreduce kernel"), table "vllm".
@@ -130,7 +130,7 @@ def interconnect(gpu: GPU) -> Interconnect | None:
 A100_FIT = KernelFit(
     gemm=Efficiency(compute=0.71, memory=0.78, overhead_s=6.0e-6),
     attention=Efficiency(compute=0.71, memory=0.84, overhead_s=17.5e-6),
-    elementwise=Efficiency(compute=1.0, memory=0.57, overhead_s=4.5e-6),
+    elementwise=Efficiency(compute=1.0, memory=0.48, overhead_s=1.5e-6, row_bytes_per_s=8.9e9),
     source="fit_a100(): least squares in log time on Vidur's A100 profiles (solutions/calibration/a100_profiles.py), "
     "GEMMs on Llama-2 7B, CodeLlama-34B, Qwen-72B at TP 1-8; decode attention on contexts <= 2,112; "
     "attention compute (no prefill-attention profile) set to the GEMM fraction",
@@ -138,19 +138,23 @@ A100_FIT = KernelFit(
 
 
 # ---- kernel fits ------------------------------------------------------------------------------
-# Hopper: the same least-squares fit as `calibration.fit_a100`, on Vidur's H100 profiles
-# (solutions/calibration/h100_profiles.py), priced on the H100 SXM. Fitted on three layer shapes; Llama-2-70B
-# (the layer shape of the kit's Llama 3.x 70B) and InternLM-20B are held out and tested in
-# docs/fidelity.ipynb. There is no H100 attention profile in the store, so attention keeps the
-# A100 fractions: an assumption, tested only end to end.
+# Hopper attention from published H100 kernels (calibration.vllm_regime.fit_hopper_attention):
+# FlashAttention-3 forward at 1K/4K/16K tokens (pytorch/benchmark PR 2391) and vLLM's FA3 fork at
+# decode batch 1 (vllm-project/flash-attention PR 63); solutions/calibration/h100_attention.py.
+HOPPER_ATTENTION = Efficiency(compute=0.60, memory=0.87, overhead_s=14.0e-6)
 
+# Hopper GEMMs and elementwise kernels: the same least-squares fit as `calibration.fit_a100`, on
+# Vidur's H100 profiles (solutions/calibration/h100_profiles.py), priced on the H100 SXM. Fitted on
+# three layer shapes; Llama-2-70B (the layer shape of the kit's Llama 3.x 70B) and InternLM-20B are
+# held out and tested in docs/fidelity.ipynb. Attention: `HOPPER_ATTENTION` (the store holds no
+# H100 attention profile from Vidur).
 HOPPER_FIT = KernelFit(
     gemm=Efficiency(compute=0.68, memory=0.91, overhead_s=5.5e-6),
-    attention=A100_FIT.attention,
-    elementwise=Efficiency(compute=1.0, memory=0.66, overhead_s=3.5e-6),
+    attention=HOPPER_ATTENTION,
+    elementwise=Efficiency(compute=1.0, memory=0.55, overhead_s=1.0e-6, row_bytes_per_s=10.5e9),
     source="fit_h100(): least squares in log time on Vidur's H100 profiles (solutions/calibration/h100_profiles.py), "
     "GEMMs and elementwise kernels of Llama-2-7B, CodeLlama-34B, Qwen-72B at TP 1-8 priced on the H100 SXM; "
-    "attention (not profiled on H100) keeps A100_FIT's fractions",
+    "attention: HOPPER_ATTENTION, fitted on published H100 FlashAttention-3 kernels",
 )
 
 
@@ -168,12 +172,6 @@ def kernel_fit(gpu: GPU) -> KernelFit:
 # solutions/calibration/vllm_regime.py (tests/test_vllm_regime.py re-runs the fits) on published
 # measurements, and docs/fidelity.ipynb tests both regimes on runs neither was fitted on.
 REGIMES = ("kernel-ceiling", "vllm-defaults")
-
-# Hopper attention from published H100 kernels (calibration.vllm_regime.fit_hopper_attention):
-# FlashAttention-3 forward at 1K/4K/16K tokens (pytorch/benchmark PR 2391) and vLLM's FA3 fork at
-# decode batch 1 (vllm-project/flash-attention PR 63); solutions/calibration/h100_attention.py.
-HOPPER_ATTENTION = Efficiency(compute=0.60, memory=0.87, overhead_s=14.0e-6)
-
 
 @dataclass(frozen=True)
 class StepOverheads:
@@ -193,19 +191,9 @@ class StepOverheads:
 # on concurrency 1 and 8's TTFT. The per-request term comes out ~0: one per-token term carries both
 # the small-batch TPOT slope and most of the saturated gap.
 VLLM_DEFAULTS = StepOverheads(
-    constant_s=0.27e-3, per_seq_s=0.0, per_token_s=39e-6, serving_stack_s=45e-3,
+    constant_s=0.20e-3, per_seq_s=0.0, per_token_s=39e-6, serving_stack_s=46e-3,
     source="calibration.vllm_regime.fit_overheads() on GPUStack's vLLM v0.11.0 H100 runs",
 )
-
-
-def vllm_kernel_fit(gpu: GPU) -> KernelFit:
-    """The "vllm-defaults" kernel fit: on Hopper, the ceiling's GEMM and elementwise fits with
-    `HOPPER_ATTENTION`; elsewhere the ceiling's fit (the kit holds no other attention kernels)."""
-    fit = kernel_fit(gpu)
-    if gpu.name.startswith(("H100", "H200")):
-        return KernelFit(fit.gemm, HOPPER_ATTENTION, fit.elementwise,
-                         fit.source + "; attention: HOPPER_ATTENTION (published H100 FA3 kernels)")
-    return fit
 
 
 def regime_args(gpu: GPU, regime: str, overheads: StepOverheads = VLLM_DEFAULTS) -> dict:
@@ -214,5 +202,5 @@ def regime_args(gpu: GPU, regime: str, overheads: StepOverheads = VLLM_DEFAULTS)
         raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
     if regime == "kernel-ceiling":
         return {}
-    return dict(fit=vllm_kernel_fit(gpu), overhead_s=overheads.constant_s, overhead_per_seq_s=overheads.per_seq_s,
+    return dict(overhead_s=overheads.constant_s, overhead_per_seq_s=overheads.per_seq_s,
                 overhead_per_token_s=overheads.per_token_s)

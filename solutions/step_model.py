@@ -11,7 +11,8 @@ own bound (a roofline per kernel, never one roofline over the step's totals):
               (about F / BW tokens), compute-bound above it, whatever the context.
   attention   over the KV cache: reads the P cached tokens (decode: bandwidth-bound) and does 4 H d
               FLOPs per causal (query, key) pair A (long prefill: compute-bound).
-  elementwise norms, RoPE, SiLU-and-mul, residual add: a few bandwidth-bound passes per token.
+  elementwise norms, RoPE, SiLU-and-mul, residual add: a few passes per token, each bandwidth-bound
+              or, at decode batches, bound by one token's row (a thread block per token).
   allreduce   tensor parallelism: two all-reduces of T x hidden activations per layer.
   lm_head     the vocabulary projection, only at the S positions that sample.
   overhead    per step, outside the kernels: scheduling, input preparation, sampling, launch gaps.
@@ -183,13 +184,29 @@ def attention_layer_cost(model: Model, shape: StepShape, tp: int = 1, kv_dtype: 
                     activation_bytes=io, tokens=shape.tokens)
 
 
-def elementwise_layer_cost(model: Model, tokens: float, tp: int = 1) -> StepCost:
-    """RoPE, SiLU-and-mul, two RMSNorms and a residual add: no matmul, a few activation passes.
-    Norms and add see the full hidden state on every shard; RoPE and SiLU only a shard's."""
-    _check_positive(tokens=tokens, tp=tp)
+def elementwise_rows(model: Model, tp: int = 1) -> tuple[tuple[float, float], ...]:
+    """A layer's five elementwise kernels as (rows per token, bytes per row, read and written):
+    RoPE on a shard's queries and keys, SiLU-and-mul on a shard's MLP (a row per active expert),
+    two RMSNorms and a residual add on the full hidden state, which every shard holds."""
+    _check_positive(tp=tp)
     h, q, kv, ff = _widths(model)
-    per_token = 4 * h + 3 * h + (2 * (q + kv) + 3 * ff * model.experts_per_token) / tp
-    return StepCost(activation_bytes=tokens * DTYPE_BYTES[ACTIVATION_DTYPE] * per_token, tokens=tokens)
+    b = DTYPE_BYTES[ACTIVATION_DTYPE]
+    return ((1, b * 2 * (q + kv) / tp), (model.experts_per_token, b * 3 * ff / tp),
+            (1, b * 2 * h), (1, b * 2 * h), (1, b * 3 * h))
+
+
+def elementwise_layer_cost(model: Model, tokens: float, tp: int = 1) -> StepCost:
+    """RoPE, SiLU-and-mul, two RMSNorms and a residual add: no matmul, a few activation passes."""
+    _check_positive(tokens=tokens, tp=tp)
+    per_token = sum(rows * row_bytes for rows, row_bytes in elementwise_rows(model, tp))
+    return StepCost(activation_bytes=tokens * per_token, tokens=tokens)
+
+
+def elementwise_layer_s(model: Model, tokens, tp: int, eff: Efficiency, gpu: GPU):
+    """Seconds for one layer's elementwise kernels on `tokens` tokens: each kernel takes the larger
+    of its bytes at `eff.memory` of HBM and one row at `eff.row_bytes_per_s` (a block per token:
+    few tokens leave most SMs idle), plus `eff.overhead_s`. Works on numpy arrays of tokens."""
+    return _RowKernels.of(model, tp, eff, gpu, 1).seconds(tokens)
 
 
 def lm_head_cost(model: Model, positions: float, tp: int = 1) -> StepCost:
@@ -237,6 +254,28 @@ class _LinearKernel:
 
 
 @dataclass(frozen=True)
+class _RowKernels:
+    """The elementwise kernels: sum over kernels of max(slope_i x T, row_i) + floors, `count` times."""
+
+    slopes: tuple  # seconds per token at the fitted HBM fraction
+    rows: tuple  # seconds for one row at the fitted per-block bandwidth
+    floor_s: float
+    count: int
+
+    @classmethod
+    def of(cls, model: Model, tp: int, eff: Efficiency, gpu: GPU, count: int) -> "_RowKernels":
+        kernels = elementwise_rows(model, tp)
+        bw = gpu.hbm_bytes_per_s * eff.memory
+        return cls(tuple(n * b / bw for n, b in kernels), tuple(b / eff.row_bytes_per_s for _, b in kernels),
+                   len(kernels) * eff.overhead_s, count)
+
+    def seconds(self, t):
+        if isinstance(t, np.ndarray):
+            return self.count * (sum(np.maximum(a * t, c) for a, c in zip(self.slopes, self.rows)) + self.floor_s)
+        return self.count * (sum(a * t if a * t > c else c for a, c in zip(self.slopes, self.rows)) + self.floor_s)
+
+
+@dataclass(frozen=True)
 class StepModel:
     """Seconds per forward step for `model` on `tp` x `gpu` at `precision`, from per-kernel-class
     rooflines (`fit`), the tensor-parallel link and a per-step overhead."""
@@ -272,9 +311,7 @@ class StepModel:
         kernels = dict(
             attention=_LinearKernel.of(lambda x: attention_layer_cost(m, x, tp, p.kv), fit.attention, 1,
                                        m.n_attention, gpu, ACTIVATION_DTYPE),
-            elementwise=_LinearKernel.of(lambda x: _at_tokens(elementwise_layer_cost, m, x.tokens, tp),
-                                         fit.elementwise, ELEMENTWISE_PER_LAYER, m.num_layers, gpu,
-                                         ACTIVATION_DTYPE),
+            elementwise=_RowKernels.of(m, tp, fit.elementwise, gpu, m.num_layers),
             lm_head=_LinearKernel.of(lambda x: _lm_head_linear(m, x.seqs, tp), fit.gemm, 1, 1, gpu,
                                      ACTIVATION_DTYPE),
         )
@@ -322,7 +359,7 @@ class StepModel:
         return self._kernels["attention"].seconds(shape.tokens, shape.seqs, shape.cached, shape.pairs)
 
     def elementwise_s(self, tokens):
-        return self._kernels["elementwise"].seconds(tokens, 0, 0, 0)
+        return self._kernels["elementwise"].seconds(tokens)
 
     def lm_head_s(self, positions):
         return self._kernels["lm_head"].seconds(0, positions, 0, 0)
@@ -354,7 +391,7 @@ class StepModel:
         """`time(...).seconds` from the four sums, without the breakdown (the simulator's hot path)."""
         k = self._kernels
         total = (self.gemm_s(tokens) + k["attention"].seconds(tokens, seqs, cached, pairs)
-                 + k["elementwise"].seconds(tokens, 0, 0, 0) + k["lm_head"].seconds(0, seqs, 0, 0)
+                 + k["elementwise"].seconds(tokens) + k["lm_head"].seconds(0, seqs, 0, 0)
                  + self.allreduce_s(tokens) + self.step_overhead_s(tokens, seqs))
         return float(total)
 
@@ -406,10 +443,6 @@ class StepModel:
     def __call__(self, plan) -> float:
         """Seconds for a simulator `StepPlan` (anything with tokens, seqs, cached, pairs)."""
         return self.seconds(plan.tokens, plan.seqs, plan.cached, plan.pairs)
-
-
-def _at_tokens(cost, model: Model, tokens: float, tp: int) -> StepCost:
-    return cost(model, tokens, tp) if tokens else StepCost()
 
 
 def _gemm_linear(model: Model, tokens: float, tp: int, precision: Precision) -> StepCost:

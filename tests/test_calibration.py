@@ -3,6 +3,8 @@ and the step model built on them.
 
 Numbers printed here are the ones q03 states (run `pytest -s tests/test_calibration.py`)."""
 
+from dataclasses import replace
+
 import pytest
 
 from solutions.calibration import kernel_fits as cal
@@ -171,15 +173,34 @@ def test_no_measured_h100_kernel_beats_the_datasheet():
     assert all(p.naive_s < p.measured_s for p in fidelity.h100_points())
 
 
-def test_held_out_error_per_kernel_class_shows_what_layer_sums_hide():
+def test_held_out_error_per_kernel_class_is_within_the_target():
     from solutions.calibration import kernel_fits as cal
 
     by_class = cal.held_out_by_kernel_class()
-    assert by_class["elementwise"].median == pytest.approx(0.17, abs=0.01)
-    assert by_class["elementwise"].worst == pytest.approx(0.77, abs=0.02)
-    assert by_class["GEMMs"].median < 0.05
-    # the layer sums the page used to show are much tighter than the elementwise class alone
-    assert cal.held_out_summary()["all held out"].median < by_class["elementwise"].median / 4
+    assert by_class["elementwise"].median == pytest.approx(0.035, abs=0.005)
+    assert by_class["elementwise"].worst == pytest.approx(0.29, abs=0.02)
+    assert max(s.median for s in by_class.values()) < 0.10  # the issue's held-out target, per class
+    h100 = [p for p in cal.h100_kernel_points() if p.held_out]
+    for kind in ("GEMMs", "elementwise"):
+        assert cal.summarise([p for p in h100 if p.kind == kind]).median < 0.10
+
+
+def test_the_row_term_is_what_brings_elementwise_kernels_in():
+    """Without the per-row floor (bandwidth and a launch floor only, the kit's model before), the
+    best fit on the same split misses held-out elementwise kernels by a median 17% (A100): a model
+    that prices total bytes cannot see that 1-64 tokens cost what one token's row costs."""
+    from solutions.calibration import kernel_fits as cal
+    from solutions.step_model import elementwise_layer_cost
+
+    train = [r for r in cal.data.LINEAR if r.model not in cal.HELD_OUT_MODELS]
+    no_row = cal.fit_efficiency([elementwise_layer_cost(cal.profiled_model(r.shape), r.num_tokens, r.tp) for r in train],
+                                [cal._elementwise_ms(r) * 1e-3 for r in train], 5, [1.0], cal.FRACTIONS, cal.FLOORS_S)
+    assert no_row.row_bytes_per_s == float("inf")
+    fit = replace(cal.A100_FIT, elementwise=no_row)
+    test = [p for p in cal.points(fit) if p.held_out and p.kind == "elementwise"]
+    assert cal.summarise(test).median == pytest.approx(0.17, abs=0.01)
+    # the fitted row term: one token's row moves at ~9 GB/s, far below HBM's 2 TB/s
+    assert 5e9 < cal.A100_FIT.elementwise.row_bytes_per_s < 15e9
 
 
 def test_the_split_by_model_shares_the_70b_attention_gemm_shapes():

@@ -22,15 +22,14 @@ from solutions.roofline import IDEAL
 from solutions.serving import LogNormal, Replica, Workload, simulate
 from solutions.calibration.kernel_fits import H100_HELD_OUT_MODELS
 from solutions.step_defaults import HOPPER_FIT
-from solutions.step_model import (ELEMENTWISE_PER_LAYER, GEMMS_PER_LAYER, KernelFit, StepModel,
-                                  elementwise_layer_cost, gemm_layer_cost)
+from solutions.step_model import GEMMS_PER_LAYER, KernelFit, StepModel, elementwise_layer_s, gemm_layer_cost
 
 
 def layer_time(model: Model, tokens: int, tp: int, fit: KernelFit, gpu: GPU) -> float:
     """One layer's four weight GEMMs and five elementwise kernels on one shard, as the step model
     prices them (attention excluded: the mlp.csv profiles do not hold it)."""
     return (cal.kernel_time(gemm_layer_cost(model, tokens, tp), fit.gemm, GEMMS_PER_LAYER, gpu)
-            + cal.kernel_time(elementwise_layer_cost(model, tokens, tp), fit.elementwise, ELEMENTWISE_PER_LAYER, gpu))
+            + float(elementwise_layer_s(model, tokens, tp, fit.elementwise, gpu)))
 
 
 def h100_points(fit: KernelFit = HOPPER_FIT, gpu: GPU = H100_SXM) -> list[cal.Point]:

@@ -31,8 +31,8 @@ from solutions.hardware import A100_80GB_SXM, GPU, H100_SXM
 from solutions.models import Model
 from solutions.roofline import IDEAL, Efficiency, StepCost, kernel_time as roofline_kernel_time
 from solutions.step_defaults import A100_FIT, HOPPER_FIT
-from solutions.step_model import (ELEMENTWISE_PER_LAYER, GEMMS_PER_LAYER, KernelFit, StepShape,
-                                  attention_layer_cost, elementwise_layer_cost, gemm_layer_cost,
+from solutions.step_model import (GEMMS_PER_LAYER, KernelFit, StepShape, attention_layer_cost,
+                                  elementwise_layer_cost, elementwise_layer_s, elementwise_rows, gemm_layer_cost,
                                   linear_params_per_layer)
 
 FP16 = "fp16"
@@ -112,6 +112,14 @@ def _measured(kind: str, model: str, tp: int, tokens: int, context_len: int, mea
                  kernel_time(cost, eff, kernels, gpu), held_out, source)
 
 
+def _elementwise_point(r, model: Model, eff: Efficiency, held_out: bool, gpu: GPU) -> Point:
+    """A layer's five measured elementwise kernels beside the step model's price for them (each
+    kernel at its own bound: bandwidth, or one token's row)."""
+    return Point("elementwise", r.model, r.tp, r.num_tokens, 0, _elementwise_ms(r) * 1e-3,
+                 float(elementwise_layer_s(model, r.num_tokens, r.tp, IDEAL, gpu)),
+                 float(elementwise_layer_s(model, r.num_tokens, r.tp, eff, gpu)), held_out, r.source)
+
+
 def points(fit: CalibratedEfficiency = A100_FIT) -> list[Point]:
     """Every measured kernel time, with the naive and the calibrated prediction: a layer's four
     GEMMs, its five elementwise kernels, and each decode-attention kernel."""
@@ -121,9 +129,7 @@ def points(fit: CalibratedEfficiency = A100_FIT) -> list[Point]:
         out.append(_measured("GEMMs", r.model, r.tp, r.num_tokens, 0, r.linear_total_ms * 1e-3,
                              gemm_layer_cost(model, r.num_tokens, r.tp), fit.gemm, GEMMS_PER_LAYER,
                              held_out, r.source))
-        out.append(_measured("elementwise", r.model, r.tp, r.num_tokens, 0, _elementwise_ms(r) * 1e-3,
-                             elementwise_layer_cost(model, r.num_tokens, r.tp), fit.elementwise,
-                             ELEMENTWISE_PER_LAYER, held_out, r.source))
+        out.append(_elementwise_point(r, model, fit.elementwise, held_out, A100_80GB_SXM))
     for r in data.ATTENTION_DECODE:
         out.append(_measured("decode attention", r.model, 1, r.batch_size, r.kv_cache_size,
                              r.attn_decode_median_ms * 1e-3,
@@ -202,11 +208,35 @@ def fit_layer_kernels(rows, gpu: GPU = A100_80GB_SXM) -> tuple[Efficiency, Effic
     gemm = fit_efficiency([gemm_layer_cost(profiled_model(r.shape), r.num_tokens, r.tp) for r in rows],
                           [r.linear_total_ms * 1e-3 for r in rows], GEMMS_PER_LAYER,
                           FRACTIONS, FRACTIONS, FLOORS_S, gpu)
-    # elementwise kernels do no matmul: fit their bandwidth fraction and floor
-    elementwise = fit_efficiency([elementwise_layer_cost(profiled_model(r.shape), r.num_tokens, r.tp)
-                                  for r in rows], [_elementwise_ms(r) * 1e-3 for r in rows],
-                                 ELEMENTWISE_PER_LAYER, [1.0], FRACTIONS, FLOORS_S, gpu)
-    return gemm, elementwise
+    return gemm, fit_elementwise(rows, gpu)
+
+
+ROW_BANDWIDTHS = np.round(np.arange(2.0, 30.001, 0.1), 1) * 1e9  # bytes/s one block moves on one row
+ELEMENTWISE_FLOORS_S = np.round(np.arange(0.0, 10.0001, 0.5), 1) * 1e-6
+
+
+def fit_elementwise(rows, gpu: GPU = A100_80GB_SXM) -> Efficiency:
+    """The elementwise `Efficiency` (HBM fraction, per-kernel floor, per-row bandwidth) minimising
+    mean squared log error on measured layer sums of the five kernels. They do no matmul, so no
+    compute fraction. The row term is what the profiles show at decode sizes: at 1-64 tokens a
+    kernel's time follows its row's bytes (SiLU-and-mul halves from TP 1 to 2, the norms do not
+    move), not the batch's bytes."""
+    kernels = [elementwise_rows(profiled_model(r.shape), r.tp) for r in rows]
+    t = np.array([r.num_tokens for r in rows], dtype=float)[:, None, None]
+    slope = np.array([[n * b for n, b in k] for k in kernels])[:, :, None] * t / gpu.hbm_bytes_per_s  # at m = 1
+    row = np.array([[b for _, b in k] for k in kernels])[:, :, None]
+    y = np.array([_elementwise_ms(r) * 1e-3 for r in rows])[:, None, None]
+    m = FRACTIONS[None, None, :]
+    floors = slope.shape[1] * ELEMENTWISE_FLOORS_S[None, None, :]
+    best = None
+    for r_bw in ROW_BANDWIDTHS:  # one row bandwidth at a time keeps memory small
+        pred = np.maximum(slope / m, row / r_bw).sum(axis=1)[:, :, None] + floors
+        loss = np.mean(np.log(pred / y) ** 2, axis=0)
+        j, k = np.unravel_index(np.argmin(loss), loss.shape)
+        if best is None or loss[j, k] < best[0]:
+            best = (loss[j, k], float(FRACTIONS[j]), float(ELEMENTWISE_FLOORS_S[k]), float(r_bw))
+    _, mem, floor, r_bw = best
+    return Efficiency(compute=1.0, memory=round(mem, 4), overhead_s=round(floor, 9), row_bytes_per_s=r_bw)
 
 
 def fit_a100() -> CalibratedEfficiency:
@@ -234,7 +264,7 @@ def fit_h100() -> KernelFit:
     """Re-derive `HOPPER_FIT` from the training split of solutions/calibration/h100_profiles.py."""
     gemm, elementwise = fit_layer_kernels(
         [r for r in h100_data.LINEAR if r.model not in H100_HELD_OUT_MODELS], H100_SXM)
-    return KernelFit(gemm, A100_FIT.attention, elementwise, HOPPER_FIT.source)
+    return KernelFit(gemm, HOPPER_FIT.attention, elementwise, HOPPER_FIT.source)
 
 
 # ---- held-out error per kernel class, and the shapes the fit and the test share --------------------
@@ -254,9 +284,7 @@ def h100_kernel_points(fit: KernelFit = HOPPER_FIT, gpu: GPU = H100_SXM) -> list
         out.append(_measured("GEMMs", r.model, r.tp, r.num_tokens, 0, r.linear_total_ms * 1e-3,
                              gemm_layer_cost(model, r.num_tokens, r.tp), fit.gemm, GEMMS_PER_LAYER, held_out, r.source,
                              gpu))
-        out.append(_measured("elementwise", r.model, r.tp, r.num_tokens, 0, _elementwise_ms(r) * 1e-3,
-                             elementwise_layer_cost(model, r.num_tokens, r.tp), fit.elementwise, ELEMENTWISE_PER_LAYER,
-                             held_out, r.source, gpu))
+        out.append(_elementwise_point(r, model, fit.elementwise, held_out, gpu))
     return out
 
 

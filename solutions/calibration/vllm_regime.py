@@ -1,12 +1,11 @@
 """The "vllm-defaults" regime: vLLM as it runs with every setting at its default, beside the kit's
 kernel ceiling (`StepModel.of(..., regime="vllm-defaults")`).
 
-Two things differ from the ceiling, each fitted on published measurements and tested on others:
-
-1. Hopper attention from published H100 attention kernels (`h100_attention`), not the A100's
-   fractions: prefill from FlashAttention-3's forward pass at 1K, 4K and 16K tokens (2K, 8K and
-   512 held out), decode from vLLM's FA3 fork at batch 1 (a second source, batch 16, held out).
-2. Per-step time outside the kernel ceiling as a function of the step,
+Both regimes price Hopper attention from published H100 attention kernels (`h100_attention`,
+fitted here): prefill from FlashAttention-3's forward pass at 1K, 4K and 16K tokens (2K, 8K and
+512 held out), decode from vLLM's FA3 fork at batch 1 (a second source, batch 16, held out).
+What differs from the ceiling, fitted on published measurements and tested on others, is the
+per-step time outside the kernel ceiling as a function of the step,
    overhead = a + b x requests + c x tokens, fitted by replaying published `vllm bench serve`
    runs (`calibration.vllm_serving_runs`) through the simulator: a on concurrency 1's TPOT, b on
    concurrency 8's TPOT, c on two saturated Qwen3-14B runs' throughput and TPOT (the ShareGPT
@@ -32,7 +31,7 @@ from solutions.calibration.kernel_fits import FLOORS_S, FRACTIONS, fit_efficienc
 from solutions.calibration.vllm_serving_runs import RUNS_BY_NAME
 from solutions.hardware import GPUS, H100_SXM
 from solutions.roofline import Efficiency, StepCost
-from solutions.step_defaults import HOPPER_ATTENTION, VLLM_DEFAULTS, StepOverheads, vllm_kernel_fit
+from solutions.step_defaults import HOPPER_ATTENTION, VLLM_DEFAULTS, StepOverheads
 from solutions.step_model import StepModel
 
 PREFILL_FIT_SEQLENS = (1024, 4096, 16384)  # the other FA3 shapes are held out
@@ -42,7 +41,7 @@ FIT_RUN_CONSTANT = "Qwen3-8B ShareGPT, concurrency 1"
 FIT_RUNS_STACK = ("Qwen3-8B ShareGPT, concurrency 1", "Qwen3-8B ShareGPT, concurrency 8")
 
 
-# ---- 1. Hopper attention -------------------------------------------------------------------------
+# ---- Hopper attention (both regimes) -------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AttentionPoint:
     kind: str  # "prefill" or "decode"
@@ -83,7 +82,7 @@ def attention_error(eff: Efficiency = HOPPER_ATTENTION) -> list[tuple[AttentionP
     return [(p, kernel_time(p.cost, eff, 1, H100_SXM) / p.measured_s - 1) for p in attention_points()]
 
 
-# ---- 2. time outside the kernels, and the serving stack ------------------------------------------
+# ---- time outside the kernels, and the serving stack ------------------------------------------
 def _step_model(run, constant_s, per_seq_s, per_token_s):
     gpu = GPUS[run.gpu]
     return StepModel.of(getattr(models, run.model), gpu, run.tp, regime="vllm-defaults", overhead_s=constant_s,
