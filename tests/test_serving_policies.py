@@ -8,7 +8,9 @@ import pytest
 from solutions.hardware import H100_SXM
 from solutions.models import LLAMA_3_1_8B
 from solutions.serving import FCFSScheduler, Fixed, LogNormal, Poisson, Replica, Workload, simulate
+from solutions.serving.kv_pool import KVPool
 from solutions.serving.policies import FairScheduler, PriorityScheduler, ShortestPrefillFirst
+from solutions.serving.step_scheduler import SchedulerConfig
 
 # the workloads below were sized for the kernel ceiling; the policies, not the regime, are under test
 REPLICA = Replica.of(LLAMA_3_1_8B, H100_SXM, regime="kernel-ceiling")
@@ -67,11 +69,34 @@ def test_aging_bounds_the_wait_of_a_long_prompt():
     assert aged.ttft[at] < 0.5 * starve.ttft[at]
 
 
+def test_aging_credit_is_per_second_whatever_the_step_time():
+    # A long prompt at t = 0, then four short ones every 1/16 s; each step prefills one short prompt
+    # (budget = its size) and answers it (one output token). Two replicas, steps 1/64 s and 1/16 s
+    # (exact in binary, so every arrival lands on a step start of both). With a credit of R tokens per
+    # second waited, a short prompt that arrived at a outranks the long one iff S + R a < L: those
+    # that arrived before (L - S) / R = 2.03 s go first on both replicas, the rest after it.
+    L, S, R = 2130, 100, 1000.0
+    arrival = np.concatenate([[0.0], np.repeat(np.arange(64) / 16, 4)])
+    work = Workload(arrival, np.array([L] + [S] * 256), np.ones(257, np.int64))
+    expect = set(np.flatnonzero(arrival[1:] < (L - S) / R) + 1)
+    assert len(expect) == 132
+    long_admitted = []
+    for step_s in (1 / 64, 1 / 16):
+        replica = Replica(lambda plan, dt=step_s: dt, SchedulerConfig(S, S), KVPool(10_000))
+        res = simulate(work, replica, policy=partial(ShortestPrefillFirst, aging_tokens_per_s=R))
+        ahead = set(np.flatnonzero(res.admitted_s < res.admitted_s[0]))
+        assert ahead == expect, step_s
+        long_admitted.append(res.admitted_s[0])
+    assert long_admitted[1] > 3 * long_admitted[0]  # the two replicas really run at different speeds
+
+
 def test_bad_policy_inputs():
     with pytest.raises(TypeError, match="policy"):
         simulate(chat(n=10), REPLICA, policy="spf")
     with pytest.raises(ValueError, match="aging_tokens_per_s"):
         simulate(chat(n=10), REPLICA, policy=partial(ShortestPrefillFirst, aging_tokens_per_s=-1))
+    with pytest.raises(TypeError, match="step_s"):  # gone: the credit is per second of the simulator's clock
+        simulate(chat(n=10), REPLICA, policy=partial(ShortestPrefillFirst, aging_tokens_per_s=1, step_s=0.02))
 
 
 def two_classes(n_chat=300, n_jobs=60, seed=5):

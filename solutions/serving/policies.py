@@ -27,44 +27,41 @@ class ShortestPrefillFirst(FCFSScheduler):
     requests waiting can be prefilled whole in the budget; paused, it stays the newest running
     request, so FCFS's invariant (at most one prompt mid-prefill, the newest) holds.
 
-    A scheduler sees steps, not seconds: the credit accrues per step at `step_s` nominal seconds
-    per step."""
+    Seconds are the simulator's clock (`now`, set by `simulate`): a request's wait counts from the
+    step at which it joined the waiting queue, its arrival or, if it landed mid-step, the end of
+    that step (SGLang's `hrrn` also starts the wait at queue entry, counted in prefill tokens)."""
 
     fifo_admission = False  # may admit a request behind a blocked head: no decode-run shortcut
 
-    def __init__(self, *args, aging_tokens_per_s: float = 0.0, step_s: float = 0.02, **kwargs):
+    def __init__(self, *args, aging_tokens_per_s: float = 0.0, **kwargs):
         super().__init__(*args, **kwargs)
         if self.config.long_prefill_token_threshold:
             raise ValueError("ShortestPrefillFirst pauses the one prompt mid-prefill; it does not model "
                              "long_prefill_token_threshold (several prompts mid-prefill): set it to 0")
         if not aging_tokens_per_s >= 0:
             raise ValueError(f"aging_tokens_per_s must be >= 0, got {aging_tokens_per_s!r}")
-        if not step_s > 0:
-            raise ValueError(f"step_s must be > 0, got {step_s!r}")
-        self.aging_per_step = aging_tokens_per_s * step_s
-        self.arrived_step = {}
-        self._step = 0
+        self.aging_tokens_per_s = aging_tokens_per_s
+        self.queued_s = {}  # rid -> clock when it first joined the waiting queue
 
     def add(self, rid: int) -> None:
-        self.arrived_step.setdefault(rid, self._step)
+        self.queued_s.setdefault(rid, self.now)
         super().add(rid)
 
-    def key(self, rid: int, step: int) -> float:
-        """Prompt tokens left to compute, less the aging credit."""
+    def key(self, rid: int) -> float:
+        """Prompt tokens left to compute, less the aging credit for the seconds waited so far."""
         left = self.prompt[rid] + self.outputs[rid] - self.computed[rid]
-        return left - self.aging_per_step * (step - self.arrived_step[rid])
+        return left - self.aging_tokens_per_s * (self.now - self.queued_s[rid])
 
     def schedule(self, step: int):
-        self._step = step
-        ranked = sorted(self.waiting, key=lambda r: (self.key(r, step), r))
+        ranked = sorted(self.waiting, key=lambda r: (self.key(r), r))
         paused, held_back = self.partial, []
-        if paused is not None and ranked and self.key(ranked[0], step) < self.key(paused, step):
+        if paused is not None and ranked and self.key(ranked[0]) < self.key(paused):
             # pause the long prefill for the short prompts that fit whole in this step's budget
             room = self.config.max_num_batched_tokens - self.n_decodes
             fits = []
             for rid in ranked:
                 need = self.prompt[rid] + self.outputs[rid]
-                if need > room or self.key(rid, step) >= self.key(paused, step):
+                if need > room or self.key(rid) >= self.key(paused):
                     break
                 fits.append(rid)
                 room -= need

@@ -136,6 +136,7 @@ def simulate(workload: Workload, replica: Replica, policy=FCFSScheduler) -> Resu
     while i < n or sched.has_work():
         if not sched.has_work() and arrivals[i] > t:
             t = arrivals[i]  # idle: jump to the next arrival
+        sched.now = t  # the clock, for a policy that reads it (ShortestPrefillFirst's aging)
         while i < n and arrivals[i] <= t:
             area += t - arrivals[i]
             in_system += 1

@@ -55,6 +55,8 @@ Interface (the shape of vLLM's `add_request` / `schedule` / `update_from_output`
     add(rid)                     a request arrived
     plan = schedule(step)        decide this step's tokens, allocate KV blocks, preempt
     finished = update(plan, step)  after the forward pass: advance progress, sample, finish
+    now                          the clock in seconds, set by the simulator before each step's
+                                 `add` and `schedule` calls (FCFS ignores it; a policy may read it)
 Another policy (q44's, a priority policy) can implement the same three methods.
 """
 
@@ -141,6 +143,7 @@ class FCFSScheduler:
     # admitted: the simulator may run decode-only steps without ingesting arrivals. A policy that
     # can admit past a blocked head sets this False.
     fifo_admission = True
+    now = 0.0  # the simulator's clock (s), set before each step's add and schedule calls
 
     def __init__(self, config: SchedulerConfig, pool: KVPool, prompt_tokens, output_tokens, prefix_hit_tokens,
                  prefix_group=None):
