@@ -156,3 +156,24 @@ def test_large_allreduces_run_at_the_ring_bandwidth_small_ones_at_the_measured_l
     assert link.allreduce_s(big, 8) == pytest.approx(expected)
     sizes = np.geomspace(1e3, 1e9, 50)
     assert np.all(np.diff(link.allreduce_s(sizes, 8)) > 0)  # continuous and increasing in the size
+
+
+def test_elementwise_kernels_cost_a_row_at_decode_sizes_and_bytes_at_prefill():
+    """A block per token: with few tokens each elementwise kernel takes one row's bytes at the fitted
+    per-block bandwidth, whatever the batch; with many, the batch's bytes at the HBM fraction. The
+    norms' row is the full hidden state on every shard; SiLU-and-mul's is a shard's MLP."""
+    e = A100_FIT.elementwise
+    h, q, kv, ff = 4096, 4096, 1024, 14336
+    for tp in (1, 8):
+        sm = StepModel.of(LLAMA_3_1_8B, A100_80GB_SXM, tp=tp)
+        rows = [2 * 2 * (q + kv) / tp, 2 * 3 * ff / tp, 2 * 2 * h, 2 * 2 * h, 2 * 3 * h]
+        per_layer = sm.elementwise_s(1) / LLAMA_3_1_8B.num_layers
+        assert per_layer == pytest.approx(sum(rows) / e.row_bytes_per_s + 5 * e.overhead_s, rel=1e-9)
+        assert sm.elementwise_s(8) == pytest.approx(sm.elementwise_s(1), rel=1e-9)  # the row, not the batch
+        big = sm.elementwise_s(8192) / LLAMA_3_1_8B.num_layers
+        assert big == pytest.approx(8192 * sum(rows) / (A100_80GB_SXM.hbm_bytes_per_s * e.memory)
+                                    + 5 * e.overhead_s, rel=1e-9)
+    # the profiles: Llama-3-8B at 1 token, 27 us per layer at TP 1 and 16 us at TP 8 (a100_profiles.py)
+    tp1 = StepModel.of(LLAMA_3_1_8B, A100_80GB_SXM).elementwise_s(1) / 32
+    tp8 = StepModel.of(LLAMA_3_1_8B, A100_80GB_SXM, tp=8).elementwise_s(1) / 32
+    assert tp1 == pytest.approx(27e-6, rel=0.1) and tp8 == pytest.approx(16e-6, rel=0.15)
