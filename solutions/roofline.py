@@ -30,8 +30,9 @@ class Efficiency:
     memory: float = 1.0  # achieved / peak HBM bandwidth
     overhead_s: float = 0.0  # a fixed floor per kernel: launch, prologue, the last partial wave
     # Bytes per second one thread block moves through one token's row. Kernels that give each token
-    # one block (vLLM's norms, activations, RoPE) take at least row bytes / this, however few the
-    # tokens: at decode batches their time is set by the row, not by HBM. inf: no such floor.
+    # one block (vLLM's CUDA norms, activations and RoPE, which Vidur profiled) take at least row
+    # bytes / this, however few the tokens: at decode batches the row sets their time, not HBM.
+    # inf: no such floor.
     row_bytes_per_s: float = float("inf")
 
     def __post_init__(self):
