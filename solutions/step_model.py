@@ -40,7 +40,6 @@ from solutions.roofline import Efficiency, StepCost, expected_experts_touched, k
 from solutions.step_defaults import Interconnect, KernelFit  # noqa: F401 (re-exported: the kit's names)
 
 GEMMS_PER_LAYER = 4  # fused QKV, attention output, fused gate+up, down (the profiles' four linear ops)
-ELEMENTWISE_PER_LAYER = 5  # RoPE, SiLU-and-mul, two RMSNorms, residual add (the profiles' small ops)
 ALLREDUCES_PER_LAYER = 2  # after the attention output projection and after the MLP down projection
 ACTIVATION_DTYPE = "bf16"  # activations, attention math and the LM head stay 16-bit in every precision
 
