@@ -1,5 +1,5 @@
-"""How many sequences one GPU can run at once, and why: the KV pool, the three batch ceilings
-(KV memory, the GEMMs' critical batch, latency target) and the Little's-law batch.
+"""How many sequences one GPU can run at once, and why: the KV pool, the two batch ceilings
+(KV memory, latency target), the GEMMs' critical batch (a knee) and the Little's-law batch.
 
 Memory sizes here are bytes; pools are usually *printed* in GiB because vLLM logs them that
 way (its total comes from torch in bytes). Rates and datasheet capacities stay decimal.
@@ -15,7 +15,7 @@ from typing import Callable
 
 from solutions.hardware import DTYPE_BYTES, GPU
 from solutions.models import Model
-from solutions.step_model import StepModel
+from solutions.step_model import StepModel, StepShape
 from solutions.units import GiB
 
 # What torch (and so vLLM's MemorySnapshot) sees as a GPU's total memory, where we know it.
@@ -233,18 +233,40 @@ def sequences_that_fit(pool_bytes: float, model: Model, context_len: float, kv_d
     return math.floor(pool_bytes / (context_len * model.kv_bytes_per_token(kv_dtype)))
 
 
-def batch_within(step_model: StepModel, context_len: float, tpot_s: float, max_batch: int = 1 << 16) -> int:
-    """Largest decode batch whose step (at `context_len` cached tokens per sequence) fits in
-    `tpot_s`; 0 if not even one sequence does. Step time grows with the batch, so bisect."""
+def steady_step_shape(batch: float, context_len: float, output_tokens: float | None = None) -> StepShape:
+    """One steady-state step of `batch` running sequences at a mean cached context of `context_len`.
+    Without `output_tokens`, a decode-only step. With it, also the prompts that start in the step, as
+    chunked prefill mixes them in (q08): a request stays `output_tokens` steps, so batch / output_tokens
+    prompts start per step, each of context_len - output_tokens / 2 tokens (a running sequence is on
+    average half-way through its answer). Each decode then carries prompt / output prompt tokens."""
+    decode = StepShape.decode(batch, context_len)
+    if output_tokens is None:
+        return decode
+    prompt = context_len - output_tokens / 2
+    if not (output_tokens > 0 and prompt > 0):
+        raise ValueError(f"need 0 < output_tokens < 2 x context_len, got {output_tokens!r} at {context_len!r}")
+    return decode + StepShape.prefill(prompt, sequences=batch / output_tokens)
+
+
+def batch_within(step_model: StepModel, context_len: float, tpot_s: float, max_batch: int = 1 << 16,
+                 output_tokens: float | None = None) -> int:
+    """Largest running batch whose step (at `context_len` cached tokens per sequence) fits in
+    `tpot_s`; 0 if not even one sequence does. The step is `steady_step_shape`: decode-only, or with
+    `output_tokens` given, the decodes plus their share of prompts. Step time grows with the batch, so
+    bisect."""
     _check_positive(tpot_s=tpot_s)
-    if step_model.decode(1, context_len).seconds > tpot_s:
+
+    def step_s(b: int) -> float:
+        return step_model.time(steady_step_shape(b, context_len, output_tokens)).seconds
+
+    if step_s(1) > tpot_s:
         return 0
     lo, hi = 1, max_batch
-    if step_model.decode(hi, context_len).seconds <= tpot_s:
+    if step_s(hi) <= tpot_s:
         return hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if step_model.decode(mid, context_len).seconds <= tpot_s else (lo, mid)
+        lo, hi = (mid, hi) if step_s(mid) <= tpot_s else (lo, mid)
     return lo
 
 
@@ -272,15 +294,19 @@ class Ceilings:
         return min(self.as_dict().values())
 
 
-def batch_ceilings(step_model: StepModel, context_len: float, pool_bytes: float, tpot_s: float) -> Ceilings:
-    """The two ceilings for decode at `context_len` cached tokens per sequence, and the knee
-    (`step_model.critical_batch`): past it each extra sequence adds its full share of GEMM time
-    to every step, so the step grows faster, but tokens per second still rise until the latency
-    or KV ceiling stops them."""
+def batch_ceilings(step_model: StepModel, context_len: float, pool_bytes: float, tpot_s: float,
+                   output_tokens: float | None = None) -> Ceilings:
+    """The two ceilings at `context_len` cached tokens per running sequence, and the knee, all in
+    running sequences. Past the knee each extra sequence adds its full share of GEMM time to every
+    step, so the step grows faster, but tokens per second still rise until the latency or KV
+    ceiling stops them. Decode-only steps without `output_tokens`; with it, each step also carries
+    its decodes' share of prompts (`steady_step_shape`), so the step has 1 + prompt / output GEMM
+    rows per sequence and the knee falls to `step_model.critical_batch` / (1 + prompt / output)."""
+    rows_per_seq = 1.0 if output_tokens is None else 1 + (context_len - output_tokens / 2) / output_tokens
     return Ceilings(
         kv_memory=sequences_that_fit(pool_bytes, step_model.model, context_len, step_model.precision.kv),
-        compute_ridge=step_model.critical_batch,
-        latency=batch_within(step_model, context_len, tpot_s),
+        compute_ridge=step_model.critical_batch / rows_per_seq,
+        latency=batch_within(step_model, context_len, tpot_s, output_tokens=output_tokens),
     )
 
 

@@ -6,11 +6,12 @@ from solutions.capacity import (
     kv_pool_bytes,
     resident_batch,
     sequences_that_fit,
+    steady_step_shape,
     total_memory_bytes,
 )
 from solutions.hardware import H100_SXM, L40S
 from solutions.models import LLAMA_3_1_8B, LLAMA_3_3_70B, MIXTRAL_8X7B
-from solutions.step_model import StepModel
+from solutions.step_model import StepModel, StepShape
 from solutions.units import GiB
 
 
@@ -70,6 +71,24 @@ def test_ceilings_pick_the_lowest_and_the_knee_is_not_one():
     knee = round(short.compute_ridge)
     per_token = [sm.decode(b, 128).seconds / b for b in (knee, 2 * knee, short.latency)]
     assert per_token[0] > per_token[1] > per_token[2]
+
+
+def test_prompts_in_the_step_lower_the_latency_ceiling_and_the_knee():
+    sm = StepModel.of(LLAMA_3_1_8B, H100_SXM)
+    pool = kv_pool_bytes(LLAMA_3_1_8B, total_memory_bytes(H100_SXM))
+    context, output = 256, 32                      # 240-token prompts: 7.5 prompt tokens per decode per step
+    shape = steady_step_shape(100, context, output)
+    assert shape == StepShape.decode(100, context) + StepShape.prefill(240, sequences=100 / output)
+    assert steady_step_shape(100, context) == StepShape.decode(100, context)
+    b = batch_within(sm, context, 50e-3, output_tokens=output)
+    step = lambda n: sm.time(steady_step_shape(n, context, output)).seconds  # noqa: E731
+    assert step(b) <= 50e-3 < step(b + 1)
+    mixed, decode_only = batch_ceilings(sm, context, pool, 50e-3, output), batch_ceilings(sm, context, pool, 50e-3)
+    assert mixed.latency == b < decode_only.latency / 4
+    assert mixed.kv_memory == decode_only.kv_memory
+    assert mixed.compute_ridge == pytest.approx(sm.critical_batch / 8.5)
+    with pytest.raises(ValueError):
+        steady_step_shape(10, 100, 200)             # an answer longer than twice the context: no prompt left
 
 
 def _line(fixed_s, per_seq_s):
