@@ -1,4 +1,4 @@
-"""Published per-mask costs: what filling one grammar bitmask row takes on one CPU core, measured.
+"""Published per-mask costs (what filling one grammar bitmask row takes on one CPU core) and compile times.
 
 The bank's own mask costs are modelled (q17's automaton: work counted, then converted at the
 assumed prices `json_grammar.BYTE_STEP_S` and `COPY_BYTES_PER_S`). These are the measurements to hold
@@ -18,6 +18,7 @@ counts its tokens with it):
   Its timer covers `fill_next_token_bitmask`, `apply_token_bitmask_inplace` on the GPU and
   `accept_token` per token (mlc-ai/xgrammar@2d3132103717eefddd127ce94d8072b355373ea2:
   examples/benchmark/bench_grammar_compile_mask_gen.py, `xgrammar_exec`), so the fill alone is at most that.
+Compile times from the same two tables are at the end of this module.
 The XGrammar paper (arXiv 2411.15100) reports per-token times too; its tables were not read here.
 vLLM 0.33.0's default backend ("auto") is xgrammar, with guidance as the fallback.
 """
@@ -33,7 +34,7 @@ XGRAMMAR_BENCH = "mlc-ai/xgrammar@51edd815efe5bc744f56b82a0395fb72577d022a:bench
 
 @dataclass(frozen=True)
 class MaskCost:
-    """One published per-mask (per-token) time."""
+    """One published time: per mask (per token), or per schema compiled."""
 
     engine: str
     statistic: str  # "mean", "p50", "p99" over the benchmark's tokens
@@ -57,3 +58,11 @@ XGRAMMAR_OWN_MEAN = MaskCost("XGrammar", "mean", 35.7277e-6, "json-mode-eval, fi
 
 # the figures a sweep runs through, cheapest first (the modelled cost goes in front of them)
 SWEEP = (XGRAMMAR_MASKBENCH_P50, XGRAMMAR_OWN_MEAN, LLGUIDANCE_MEAN, XGRAMMAR_MASKBENCH_MEAN)
+
+# Compiling a schema (MaskBench's "time to first mask", TTFM; XGrammar's "grammar preprocessing time"),
+# the same sources and settings. MaskBench's discussion: XGrammar's TTFM is "consistently 3-4 orders of
+# magnitude slower than LLGuidance and llama.cpp".
+LLGUIDANCE_COMPILE_P50 = MaskCost("llguidance 0.6.7", "compile p50", 987e-6, "MaskBench", MASKBENCH)
+XGRAMMAR_COMPILE_P50 = MaskCost("XGrammar 0.1.10", "compile p50", 535.498e-3, "MaskBench", MASKBENCH)
+XGRAMMAR_COMPILE_MEAN = MaskCost("XGrammar 0.1.10", "compile mean", 4.137527, "MaskBench", MASKBENCH)
+XGRAMMAR_COMPILE_OWN = MaskCost("XGrammar", "compile mean", 61.9149e-3, "json-mode-eval", XGRAMMAR_BENCH)
