@@ -240,6 +240,27 @@ def test_loop_step_hides_the_mask_only_under_the_forward_pass():
     assert loop_step(sm, 16, 500, 0.0, async_scheduling=True).period_s == pytest.approx(base.forward_s)
 
 
+def test_speculative_rows_stay_serial_and_the_forward_pass_verifies_the_drafts():
+    from solutions.hardware import H100_SXM
+    from solutions.models import LLAMA_3_1_8B
+    from solutions.decoding.speculative import verify_step
+    from solutions.step_model import StepModel
+
+    # vLLM keys the serial path on the configured num_speculative_tokens; rows after a rejected draft are free
+    assert mask_fill_seconds(256, 1.0, spec_tokens=4, filled_rows=2.5) == 256 * 2.5
+    with pytest.raises(ValueError):
+        mask_fill_seconds(8, 1.0, spec_tokens=4, filled_rows=6)
+    sm = StepModel.of(LLAMA_3_1_8B, H100_SXM)
+    spec = loop_step(sm, 64, 1000, 0.0, spec_tokens=4)
+    v = verify_step(sm, 64, 1000, 4)
+    assert spec.forward_s == pytest.approx(v.seconds - v.overhead_s)
+    assert spec.forward_s > loop_step(sm, 64, 1000, 0.0).forward_s
+    # async: the mask hides while overhead + mask fits in the forward pass
+    edge = (spec.forward_s - spec.cpu_s) / (64 * 5)
+    assert loop_step(sm, 64, 1000, 0.999 * edge, spec_tokens=4, async_scheduling=True).hidden
+    assert not loop_step(sm, 64, 1000, 1.001 * edge, spec_tokens=4, async_scheduling=True).hidden
+
+
 def test_draft_costs_and_cumulative_rates():
     from solutions.hardware import H100_SXM
     from solutions.models import LLAMA_3_2_1B, LLAMA_3_3_70B
