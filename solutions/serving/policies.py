@@ -17,6 +17,10 @@ simulator must not run decode-only steps past an arrival while requests wait.
 
 from __future__ import annotations
 
+from operator import itemgetter
+
+import numpy as np
+
 from solutions.serving.step_scheduler import DECODE, PREFILL, FCFSScheduler
 
 
@@ -201,12 +205,17 @@ class FairScheduler(FCFSScheduler):
             per_request, prefill_weight, decode_weight, context_weight)
         self.lift = lift
         self.counter = {t: 0.0 for t in set(self.tenant)}
+        self._tenant, self._prompt = np.array(self.tenant, dtype=np.int64), np.array(self.prompt, dtype=np.int64)
 
     def add(self, rid: int) -> None:
         t = self.tenant[rid]
-        if self.lift:
-            backlogged = {self.tenant[r] for r in self.waiting}
-            if t not in backlogged and backlogged:
+        if self.lift and self.waiting:
+            backlogged = set()
+            for r in self.waiting:  # the backlogged tenants (stop once every tenant is found: a long queue is common)
+                backlogged.add(self.tenant[r])
+                if len(backlogged) == len(self.counter):
+                    break
+            if t not in backlogged:
                 self.counter[t] = max(self.counter[t], min(self.counter[u] for u in backlogged))
         super().add(rid)
 
@@ -217,21 +226,21 @@ class FairScheduler(FCFSScheduler):
                 self.counter[self.tenant[rid]] += steps * (self.w_decode + self.w_context * ctx)
 
     def schedule(self, step: int):
-        # order the queue: repeatedly take the head of the tenant with the lowest projected counter
-        heads = {}
-        for rid in self.waiting:
-            heads.setdefault(self.tenant[rid], []).append(rid)
-        projected = dict(self.counter)
-        ranked = []
-        while heads:
-            t = min(heads, key=lambda u: (projected[u], u))
-            rid = heads[t].pop(0)
-            ranked.append(rid)
-            projected[t] += self.per_request + self.w_prefill * (self.prompt[rid] + self.outputs[rid])
-            if not heads[t]:
-                del heads[t]
-        self.waiting.clear()
-        self.waiting.extend(ranked)
+        # order the queue: repeatedly take the head of the tenant with the lowest projected counter (ties: the
+        # lower tenant id). A tenant's projected counter only grows along its own FIFO queue, so that greedy merge is
+        # a sort by (counter before the request, tenant, queue position), done here in numpy: a long queue is common
+        if len(self.waiting) > 1:
+            w = np.fromiter(self.waiting, dtype=np.int64, count=len(self.waiting))
+            tenant = self._tenant[w]
+            charge = self.per_request + self.w_prefill * (self._prompt[w] + np.asarray(itemgetter(*w.tolist())(self.outputs)))
+            before = np.empty(w.size)
+            for t in np.unique(tenant):
+                mine = np.flatnonzero(tenant == t)
+                # sequential sums from the counter, as repeated += would give (np.add.accumulate is sequential)
+                before[mine] = np.add.accumulate(np.concatenate([[self.counter[int(t)]], charge[mine][:-1]]))
+            ranked = w[np.lexsort((np.arange(w.size), tenant, before))].tolist()
+            self.waiting.clear()
+            self.waiting.extend(ranked)
         plan = super().schedule(step)
         for rid, c, _ in plan.chunks:
             t = self.tenant[rid]
