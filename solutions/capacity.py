@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from solutions.hardware import DTYPE_BYTES, GPU
-from solutions.models import Model
+from solutions.models import Model, vocab_bytes_per_param
 from solutions.step_model import StepModel, StepShape
 from solutions.units import GiB
 
@@ -92,16 +92,34 @@ def kv_heads_per_gpu(model: Model, tp: int = 1) -> int:
 
 
 def kv_bytes_per_token_per_gpu(model: Model, tp: int = 1, kv_dtype: str = "bf16", pp: int = 1) -> float:
-    """KV bytes one cached token costs on each rank: 2 x the rank's layers (all of them, or the
-    largest pipeline stage's share with `pp` stages) x the rank's KV heads x head_dim."""
-    return 2 * _stage_layers(model.n_attention, pp) * kv_heads_per_gpu(model, tp) * model.head_dim * DTYPE_BYTES[kv_dtype]
+    """KV bytes one cached token costs on each rank: 2 x the rank's attention layers (all of them,
+    or the largest pipeline stage's with `pp` stages) x the rank's KV heads x head_dim."""
+    return 2 * max(_stage_attention_layers(model, pp)) * kv_heads_per_gpu(model, tp) * model.head_dim * DTYPE_BYTES[kv_dtype]
 
 
-def _stage_layers(layers: int, pp: int) -> int:
-    """Layers of the largest of `pp` pipeline stages (split as evenly as integers allow)."""
-    if not isinstance(pp, int) or pp < 1 or pp > layers:
-        raise ValueError(f"pp must be an integer in [1, {layers}], got {pp!r}")
-    return -(-layers // pp)
+# vLLM splits the layers over pipeline stages with `get_pp_indices`: `num_layers // pp` each, and the
+# remainder goes one layer apiece to the stages before the last, counting back from the second-to-last
+# (`vllm==0.33.0:vllm/distributed/utils.py` `for i in range(2, remaining_layers + 2):`), so the
+# first stage (which holds the embedding) and the last (the LM head) keep the short share unless the
+# remainder is pp - 1. Every stage then sizes its own pool and the engine gives every rank the
+# smallest block count (`vllm==0.33.0:vllm/v1/core/kv_cache_planning.py`
+# `# Change the num_blocks of each rank to the smallest among all ranks.`).
+def stage_layers(num_layers: int, pp: int) -> list[int]:
+    """Layers of each of `pp` pipeline stages, split the way vLLM 0.33.0 splits them by default
+    (`VLLM_PP_LAYER_PARTITION` unset): 126 layers over 8 stages are 15/16/16/16/16/16/16/15."""
+    if type(pp) is not int or pp < 1 or pp > num_layers:
+        raise ValueError(f"pp must be an integer in [1, {num_layers}], got {pp!r}")
+    split = [num_layers // pp] * pp
+    for i in range(2, num_layers % pp + 2):
+        split[-i] += 1
+    return split
+
+
+def _stage_attention_layers(model: Model, pp: int) -> list[int]:
+    """Attention layers on each stage: the stage's layers for a plain transformer; for a hybrid the
+    attention layers split the same way (an approximation: where they sit is not modelled)."""
+    layers = stage_layers(model.num_layers, pp)
+    return layers if model.n_attention == model.num_layers else stage_layers(model.n_attention, pp)
 
 
 class InfeasibleBatch(ValueError):
@@ -123,12 +141,15 @@ class KVCapacity:
     gpu_memory_utilization: float
     non_kv_bytes: float  # per rank
     pool_bytes: float  # per rank
-    pp: int = 1  # pipeline stages: a rank holds its stage's layers (the largest stage binds)
+    pp: int = 1  # pipeline stages: a rank holds its stage's layers
+    stage: int = 0  # the stage whose pool holds the fewest tokens (it binds; `pool_bytes` is its)
+    stage_tokens: tuple[int, ...] = ()  # tokens each stage's pool would hold on its own
 
     @property
     def kv_bytes_per_token(self) -> float:
-        """Per rank (KV-head replication included)."""
-        return kv_bytes_per_token_per_gpu(self.model, self.tp, self.kv_dtype, self.pp)
+        """Per rank of the binding stage (KV-head replication included)."""
+        layers = _stage_attention_layers(self.model, self.pp)[self.stage]
+        return 2 * layers * kv_heads_per_gpu(self.model, self.tp) * self.model.head_dim * DTYPE_BYTES[self.kv_dtype]
 
     @property
     def tokens(self) -> int:
@@ -151,9 +172,10 @@ class KVCapacity:
         rep = (f", KV heads replicated: {kv_heads_per_gpu(self.model, self.tp)} of {self.model.num_kv_heads} per rank"
                if self.replicated else "")
         layout = f"TP {self.tp} x PP {self.pp} = {self.tp * self.pp}" if self.pp > 1 else f"{self.tp}"
+        stage = f" (stage {self.stage + 1} of {self.pp} binds)" if self.pp > 1 else ""
         return (f"{self.model.name} on {layout} x {self.gpu.name} ({self.weight_dtype} weights, {self.kv_dtype} KV, "
-                f"gpu_memory_utilization {self.gpu_memory_utilization}): KV pool {self.pool_bytes / GiB:.1f} GiB per rank "
-                f"= {self.tokens:,} tokens{rep}")
+                f"gpu_memory_utilization {self.gpu_memory_utilization}): KV pool {self.pool_bytes / GiB:.1f} GiB per rank"
+                f"{stage} = {self.tokens:,} tokens{rep}")
 
     def check_tokens(self, tokens: float, what: str = "batch") -> None:
         """Raise `InfeasibleBatch` unless `tokens` cached tokens (a whole batch's) fit."""
@@ -179,20 +201,29 @@ def kv_capacity(model: Model, gpu: GPU, tp: int = 1, *, weight_dtype: str = "bf1
                 gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
                 non_kv_bytes: float = 2 * GiB, precision=None, pp: int = 1) -> KVCapacity:
     """The KV pool and what fits in it for `model` on `tp` x `gpu` (per rank: the rank's total
-    x utilization - its 1/tp of the weights - `non_kv_bytes`). `precision` (a step-model
-    `Precision`) sets both dtypes at once. With `pp` pipeline stages each rank holds 1/tp of its
-    stage's layers (weights and KV; embeddings spread evenly, an approximation) and the largest
-    stage binds."""
+    x utilization - its shard of the weights - `non_kv_bytes`). `precision` (a step-model
+    `Precision`) sets both dtypes at once. A rank's shard is 1/tp of the weights except K/V's
+    projections, which it holds for its KV heads: replicated past the KV-head count (`_ShardWeights`).
+    With `pp` pipeline stages (`stage_layers`, vLLM's split) each rank holds its stage's layers,
+    the first stage the embedding and the last the LM head; the stage whose pool holds the fewest
+    tokens binds every stage, as in vLLM."""
     if precision is not None:
         weight_dtype, kv_dtype = precision.weight, precision.kv
     kv_heads_per_gpu(model, tp)  # validates tp
     for name, dtype in (("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype)):
         if dtype not in DTYPE_BYTES:
             raise ValueError(f"{name} must be one of {sorted(DTYPE_BYTES)}, got {dtype!r}")
-    share = _stage_layers(model.num_layers, pp) / model.num_layers
-    shard = _ShardWeights(model, tp, share)
-    pool = kv_pool_bytes(shard, total_memory_bytes(gpu), gpu_memory_utilization, non_kv_bytes, weight_dtype)
-    return KVCapacity(model, gpu, tp, weight_dtype, kv_dtype, gpu_memory_utilization, non_kv_bytes, pool, pp)
+    layers, attention = stage_layers(model.num_layers, pp), _stage_attention_layers(model, pp)
+    total = total_memory_bytes(gpu)
+    pools, tokens = [], []
+    for s in range(pp):
+        shard = _ShardWeights(model, tp, layers[s], attention[s], first=s == 0, last=s == pp - 1)
+        pools.append(kv_pool_bytes(shard, total, gpu_memory_utilization, non_kv_bytes, weight_dtype))
+        per_token = 2 * attention[s] * kv_heads_per_gpu(model, tp) * model.head_dim * DTYPE_BYTES[kv_dtype]
+        tokens.append(math.floor(pools[s] / per_token) if per_token else math.inf)
+    stage = min(range(pp), key=lambda s: (tokens[s], s))
+    return KVCapacity(model, gpu, tp, weight_dtype, kv_dtype, gpu_memory_utilization, non_kv_bytes, pools[stage], pp,
+                      stage, tuple(tokens))
 
 
 def step_model_capacity(step_model: StepModel, **kw) -> KVCapacity:
@@ -211,19 +242,47 @@ def feasible_decode(step_model: StepModel, batch: float, context_len: float, wha
 
 @dataclass(frozen=True)
 class _ShardWeights:
-    """One rank's view of a model for `kv_pool_bytes`: 1/tp of the weights, the model's name."""
+    """One rank's view of a model for `kv_pool_bytes`: its share of `layers` decoder layers
+    (`attention_layers` of them with attention), the embedding on the first stage, the LM head on
+    the last (with more than one stage a tied LM head is a second copy: vLLM's last rank builds its
+    own embedding to tie it to), the model's name. Tensor parallelism splits everything 1/tp
+    except K and V's projections: a rank holds those of its KV heads, so past the KV-head count
+    each is replicated (`vllm==0.33.0:vllm/model_executor/layers/linear.py`
+    `self.num_kv_head_replicas = divide(tp_size, self.total_num_kv_heads)`): 405B on TP16 holds
+    1/8 of k_proj and v_proj per rank, not 1/16."""
 
     model: Model
     tp: int
-    share: float = 1.0  # of the layers (a pipeline stage's)
+    layers: int
+    attention_layers: int
+    first: bool = True
+    last: bool = True
 
     @property
     def name(self) -> str:
-        part = self.share / self.tp
-        return f"{self.model.name} ({part:.3g} of the weights per rank)" if part < 1 else self.model.name
+        m = self.model
+        if self.tp == 1 and self.first and self.last:
+            return m.name
+        where = "" if self.first and self.last else f", {self.layers} of {m.num_layers} layers"
+        return f"{m.name} (one rank's shard: TP {self.tp}{where})"
 
     def weight_bytes(self, dtype: str = "bf16") -> float:
-        return self.model.weight_bytes(dtype) * self.share / self.tp
+        m, tp = self.model, self.tp
+        if tp == 1 and self.first and self.last:
+            return m.weight_bytes(dtype)
+        vocab = m.embedding_params * vocab_bytes_per_param(dtype)
+        vocab_copies = 2 if not m.tie_word_embeddings else 1
+        body = m.weight_bytes(dtype) - vocab_copies * vocab - m.hidden_size * DTYPE_BYTES[dtype]  # layers only
+        kv_proj = 2 * m.num_kv_heads * m.head_dim * (m.hidden_size + (1 if m.qkv_bias else 0)) * DTYPE_BYTES[dtype]
+        kv_share = kv_heads_per_gpu(m, tp) / m.num_kv_heads  # 1/tp up to the KV-head count, then a whole head
+        rest_per_layer = (body - m.n_attention * kv_proj) / m.num_layers
+        held = self.layers * rest_per_layer / tp + self.attention_layers * kv_proj * kv_share
+        if self.first:
+            held += vocab / tp  # VocabParallelEmbedding
+        if self.last:
+            held += (vocab / tp if (not m.tie_word_embeddings or not self.first) else 0)  # ParallelLMHead
+            held += m.hidden_size * DTYPE_BYTES[dtype] / tp  # final norm (whole on every rank, 32 kB: split, as the kit always has)
+        return held
 
 
 def sequences_that_fit(pool_bytes: float, model: Model, context_len: float, kv_dtype: str = "bf16") -> int:

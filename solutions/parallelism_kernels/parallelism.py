@@ -8,7 +8,8 @@ microbatch in every stage at once.
 
 A stage of `tp` GPUs is priced as its share of a whole-model step at that TP degree: the step
 model's per-layer time (GEMMs, attention, elementwise, all-reduce, summed over layers) times the
-stage's layers, plus the LM head on the last stage; a hop between stages sends the microbatch's
+stage's layers (`stage_layers`: vLLM's split, the extra layers kept off the first and last
+stages), plus the LM head on the last stage; a hop between stages sends the microbatch's
 activations point to point.
 """
 
@@ -17,17 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from solutions.capacity import stage_layers  # vLLM's split: the kit's one
 from solutions.hardware import DTYPE_BYTES, GPU
 from solutions.models import Model
 from solutions.step_model import ACTIVATION_DTYPE, BF16, Interconnect, Precision, StepModel
-
-
-def stage_layers(num_layers: int, stages: int) -> list[int]:
-    """Layers per pipeline stage, as even as integers allow (the first stages take the extra)."""
-    if type(stages) is not int or stages < 1 or stages > num_layers:
-        raise ValueError(f"stages must be an int in [1, {num_layers}], got {stages!r}")
-    base, extra = divmod(num_layers, stages)
-    return [base + (1 if s < extra else 0) for s in range(stages)]
 
 
 @dataclass(frozen=True)
