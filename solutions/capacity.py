@@ -94,7 +94,12 @@ def kv_heads_per_gpu(model: Model, tp: int = 1) -> int:
 def kv_bytes_per_token_per_gpu(model: Model, tp: int = 1, kv_dtype: str = "bf16", pp: int = 1) -> float:
     """KV bytes one cached token costs on each rank: 2 x the rank's attention layers (all of them,
     or the largest pipeline stage's with `pp` stages) x the rank's KV heads x head_dim."""
-    return 2 * max(_stage_attention_layers(model, pp)) * kv_heads_per_gpu(model, tp) * model.head_dim * DTYPE_BYTES[kv_dtype]
+    return _kv_bytes_per_token(model, tp, max(_stage_attention_layers(model, pp)), kv_dtype)
+
+
+def _kv_bytes_per_token(model: Model, tp: int, attention_layers: int, kv_dtype: str) -> float:
+    """KV bytes per cached token on a rank holding `attention_layers` attention layers."""
+    return 2 * attention_layers * kv_heads_per_gpu(model, tp) * model.head_dim * DTYPE_BYTES[kv_dtype]
 
 
 # vLLM splits the layers over pipeline stages with `get_pp_indices`: `num_layers // pp` each, and the
@@ -149,7 +154,7 @@ class KVCapacity:
     def kv_bytes_per_token(self) -> float:
         """Per rank of the binding stage (KV-head replication included)."""
         layers = _stage_attention_layers(self.model, self.pp)[self.stage]
-        return 2 * layers * kv_heads_per_gpu(self.model, self.tp) * self.model.head_dim * DTYPE_BYTES[self.kv_dtype]
+        return _kv_bytes_per_token(self.model, self.tp, layers, self.kv_dtype)
 
     @property
     def tokens(self) -> int:
@@ -219,7 +224,7 @@ def kv_capacity(model: Model, gpu: GPU, tp: int = 1, *, weight_dtype: str = "bf1
     for s in range(pp):
         shard = _ShardWeights(model, tp, layers[s], attention[s], first=s == 0, last=s == pp - 1)
         pools.append(kv_pool_bytes(shard, total, gpu_memory_utilization, non_kv_bytes, weight_dtype))
-        per_token = 2 * attention[s] * kv_heads_per_gpu(model, tp) * model.head_dim * DTYPE_BYTES[kv_dtype]
+        per_token = _kv_bytes_per_token(model, tp, attention[s], kv_dtype)
         tokens.append(math.floor(pools[s] / per_token) if per_token else math.inf)
     stage = min(range(pp), key=lambda s: (tokens[s], s))
     return KVCapacity(model, gpu, tp, weight_dtype, kv_dtype, gpu_memory_utilization, non_kv_bytes, pools[stage], pp,
@@ -301,10 +306,15 @@ def steady_step_shape(batch: float, context_len: float, output_tokens: float | N
     decode = StepShape.decode(batch, context_len)
     if output_tokens is None:
         return decode
+    return decode + StepShape.prefill(_mean_prompt(context_len, output_tokens), sequences=batch / output_tokens)
+
+
+def _mean_prompt(context_len: float, output_tokens: float) -> float:
+    """The prompt of a request whose running sequences sit at `context_len` on average (half-way through its answer)."""
     prompt = context_len - output_tokens / 2
     if not (output_tokens > 0 and prompt > 0):
         raise ValueError(f"need 0 < output_tokens < 2 x context_len, got {output_tokens!r} at {context_len!r}")
-    return decode + StepShape.prefill(prompt, sequences=batch / output_tokens)
+    return prompt
 
 
 def batch_within(step_model: StepModel, context_len: float, tpot_s: float, max_batch: int = 1 << 16,
@@ -361,7 +371,7 @@ def batch_ceilings(step_model: StepModel, context_len: float, pool_bytes: float,
     ceiling stops them. Decode-only steps without `output_tokens`; with it, each step also carries
     its decodes' share of prompts (`steady_step_shape`), so the step has 1 + prompt / output GEMM
     rows per sequence and the knee falls to `step_model.critical_batch` / (1 + prompt / output)."""
-    rows_per_seq = 1.0 if output_tokens is None else 1 + (context_len - output_tokens / 2) / output_tokens
+    rows_per_seq = 1.0 if output_tokens is None else 1 + _mean_prompt(context_len, output_tokens) / output_tokens
     return Ceilings(
         kv_memory=sequences_that_fit(pool_bytes, step_model.model, context_len, step_model.precision.kv),
         compute_ridge=step_model.critical_batch / rows_per_seq,
