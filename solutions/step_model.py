@@ -165,7 +165,16 @@ def gemm_layer_cost(model: Model, tokens: float, tp: int = 1, weight_dtype: str 
     ff_active = ff * model.experts_per_token
     # inputs h (QKV), q/tp (out proj), h (gate/up), ff/tp (down); outputs (q+2kv)/tp, h, 2ff/tp, h
     activations = tokens * DTYPE_BYTES[ACTIVATION_DTYPE] * (4 * h + (2 * q + 2 * kv + 3 * ff_active) / tp)
-    return StepCost(flops=2.0 * tokens * active / tp, weight_bytes=touched * DTYPE_BYTES[weight_dtype] / tp,
+    flops, weight_bytes = 2.0 * tokens * active / tp, touched * DTYPE_BYTES[weight_dtype] / tp
+    if tp > model.num_kv_heads:
+        # A rank holds K and V's projections for its KV heads, so past the KV-head count each is
+        # replicated (`_kv_shard`; vLLM's QKVParallelLinear, see capacity._ShardWeights): a rank
+        # reads and multiplies 1/num_kv_heads of them, not 1/tp, and writes that share of K and V.
+        extra = 2 * h * kv * (_kv_shard(model, tp) - 1 / tp)
+        flops += 2.0 * tokens * extra
+        weight_bytes += extra * DTYPE_BYTES[weight_dtype]
+        activations += tokens * DTYPE_BYTES[ACTIVATION_DTYPE] * 2 * kv * (_kv_shard(model, tp) - 1 / tp)
+    return StepCost(flops=flops, weight_bytes=weight_bytes,
                     activation_bytes=activations, tokens=tokens)
 
 

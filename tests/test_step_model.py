@@ -6,7 +6,7 @@ import pytest
 from solutions import step_defaults
 from solutions.calibration.kernel_fits import A100_FIT
 from solutions.hardware import A100_80GB_SXM, H100_PCIE, H100_SXM, L40S
-from solutions.models import LLAMA_3_1_8B, LLAMA_3_3_70B, MIXTRAL_8X7B, NEMOTRON_H_8B
+from solutions.models import LLAMA_3_1_8B, LLAMA_3_1_405B, LLAMA_3_3_70B, MIXTRAL_8X7B, NEMOTRON_H_8B
 from solutions.roofline import decode_step, kernel_time
 from solutions.step_model import (BF16, FP8, INT8, W4A16, GEMMS_PER_LAYER, Interconnect, StepModel, StepShape,
                                   gemm_layer_cost)
@@ -79,6 +79,19 @@ def test_fast_path_equals_the_kernel_by_kernel_roofline():
         eff = sm.fit.gemm
         slow = 32 * kernel_time(cost, H100_SXM, eff.__class__(eff.compute, eff.memory, GEMMS_PER_LAYER * eff.overhead_s))
         assert sm.gemm_s(tokens) == pytest.approx(slow, rel=1e-12)
+
+
+def test_past_the_kv_head_count_each_rank_reads_a_replica_of_its_kv_projections():
+    """Llama 3.1 405B has 8 KV heads: at TP 16 each rank holds one KV head's k_proj and v_proj
+    (1/8 of them, as vLLM replicates them), not 1/16; every other weight is still split 16 ways.
+    At TP 8 and below nothing changes."""
+    m = LLAMA_3_1_405B
+    kv_proj = 2 * m.hidden_size * m.num_kv_heads * m.head_dim  # k_proj + v_proj parameters, one layer
+    tp8, tp16 = gemm_layer_cost(m, 1, 8), gemm_layer_cost(m, 1, 16)
+    split = gemm_layer_cost(m, 1, 1).weight_bytes / 16  # everything split 16 ways (the old model)
+    assert tp16.weight_bytes - split == pytest.approx(kv_proj * 2 * (1 / 8 - 1 / 16), rel=1e-9)
+    assert tp16.flops - gemm_layer_cost(m, 1, 1).flops / 16 == pytest.approx(2 * kv_proj * (1 / 8 - 1 / 16), rel=1e-9)
+    assert tp8.weight_bytes == gemm_layer_cost(m, 1, 1).weight_bytes / 8
 
 
 def test_decode_runs_price_each_step_like_a_single_step():
