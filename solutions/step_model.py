@@ -302,6 +302,8 @@ class StepModel:
     overhead_per_token_s: float = 0.0
     regime: str = "kernel-ceiling"
     _kernels: dict = field(init=False, repr=False, compare=False)
+    _scalar: object = field(init=False, repr=False, compare=False)  # `seconds` on floats, see _scalar_seconds
+    _decode_rest: dict = field(init=False, repr=False, compare=False)  # batch -> a decode step less attention
 
     def __post_init__(self):
         if not isinstance(self.tp, int) or self.tp < 1:
@@ -327,6 +329,8 @@ class StepModel:
             kernels["gemm"] = _LinearKernel.of(lambda x: _gemm_linear(m, x.tokens, tp, p), fit.gemm,
                                                GEMMS_PER_LAYER, m.num_layers, gpu, p.math)
         object.__setattr__(self, "_kernels", kernels)
+        object.__setattr__(self, "_scalar", self._scalar_seconds())
+        object.__setattr__(self, "_decode_rest", {})
 
     @classmethod
     def of(cls, model: Model, gpu: GPU, tp: int = 1, precision: Precision = BF16, regime: str = "kernel-ceiling",
@@ -397,11 +401,49 @@ class StepModel:
 
     def seconds(self, tokens: float, seqs: float, cached: float, pairs: float) -> float:
         """`time(...).seconds` from the four sums, without the breakdown (the simulator's hot path)."""
+        return self._scalar(tokens, seqs, cached, pairs)
+
+    def _scalar_seconds(self):
+        """`seconds` as one closure over the kernel classes' coefficients: the same arithmetic in
+        the same order as the kernel classes' own `seconds` (terms multiplied by a zero argument
+        dropped, which leaves every float unchanged), without their per-call dispatch. The
+        simulator calls it once per step; `tests/test_step_model.py` checks it against `time`."""
         k = self._kernels
-        total = (self.gemm_s(tokens) + k["attention"].seconds(tokens, seqs, cached, pairs)
-                 + k["elementwise"].seconds(tokens) + k["lm_head"].seconds(0, seqs, 0, 0)
-                 + self.allreduce_s(tokens) + self.step_overhead_s(tokens, seqs))
-        return float(total)
+        gemm, att, lm, rows = k.get("gemm"), k["attention"], k["lm_head"], k["elementwise"]
+        af0, aft, afs, afp, afa = att.flops
+        ab0, abt, abs_, abp, aba = att.bytes
+        aF, aB, afl, an = att.flops_per_s, att.bytes_per_s, att.floor_s, att.count
+        lf0, _, lfs, _, _ = lm.flops
+        lb0, _, lbs, _, _ = lm.bytes
+        lF, lB, lfl, ln = lm.flops_per_s, lm.bytes_per_s, lm.floor_s, lm.count
+        pairs_ = tuple(zip(rows.slopes, rows.rows))
+        efl, en = rows.floor_s, rows.count
+        o0, oseq, otok = self.overhead_s, self.overhead_per_seq_s, self.overhead_per_token_s
+        grows = bool(oseq or otok)
+        allreduce, gemm_s = self.allreduce_s, self.gemm_s
+        if gemm is not None:
+            gf0, gft = gemm.flops[:2]
+            gb0, gbt = gemm.bytes[:2]
+            gF, gB, gfl, gn = gemm.flops_per_s, gemm.bytes_per_s, gemm.floor_s, gemm.count
+
+        def seconds(t, s, p, a):
+            if gemm is None:
+                g = gemm_s(t)
+            elif t <= 0:
+                g = 0.0
+            else:
+                c, m = (gf0 + gft * t) / gF, (gb0 + gbt * t) / gB
+                g = gn * ((c if c > m else m) + gfl)
+            c = (af0 + aft * t + afs * s + afp * p + afa * a) / aF
+            m = (ab0 + abt * t + abs_ * s + abp * p + aba * a) / aB
+            attention = an * ((c if c > m else m) + afl)
+            elementwise = en * (sum(x * t if x * t > r else r for x, r in pairs_) + efl)
+            c, m = (lf0 + lfs * s) / lF, (lb0 + lbs * s) / lB
+            head = ln * ((c if c > m else m) + lfl)
+            overhead = o0 + oseq * s + otok * t if grows else o0
+            return float(g + attention + elementwise + head + allreduce(t) + overhead)
+
+        return seconds
 
     def decode(self, batch: float, context_len: float) -> StepTime:
         """A decode-only step: `batch` sequences each holding `context_len` cached tokens."""
@@ -429,7 +471,10 @@ class StepModel:
         """Seconds of consecutive decode-only steps of `batch` sequences holding `cached` tokens
         in total at each step: `seconds` over an array (only attention changes within a run)."""
         cached = np.asarray(cached, dtype=float)
-        rest = self.seconds(batch, batch, 0.0, 0.0) - self.attention_s(StepShape(batch, batch, 0.0, 0.0))
+        rest = self._decode_rest.get(batch)
+        if rest is None:  # a run's steps differ only in attention: the rest, once per batch size
+            rest = self._decode_rest[batch] = (self.seconds(batch, batch, 0.0, 0.0)
+                                               - self.attention_s(StepShape(batch, batch, 0.0, 0.0)))
         return rest + self._kernels["attention"].seconds(batch, batch, cached, cached + batch)
 
     # ---- what the model says about batches --------------------------------------------------

@@ -94,6 +94,22 @@ def test_past_the_kv_head_count_each_rank_reads_a_replica_of_its_kv_projections(
     assert tp8.weight_bytes == gemm_layer_cost(m, 1, 1).weight_bytes / 8
 
 
+@pytest.mark.parametrize("model, tp, regime", [(LLAMA_3_1_8B, 1, "kernel-ceiling"), (LLAMA_3_1_8B, 1, "vllm-defaults"),
+                                               (LLAMA_3_3_70B, 4, "vllm-defaults"), (MIXTRAL_8X7B, 2, "kernel-ceiling")])
+def test_the_simulators_fast_path_prices_every_step_as_the_breakdown_does(model, tp, regime):
+    """`seconds` (one closure, the simulator's hot path) against `time(shape).seconds` (kernel class by
+    kernel class) on prefill, decode and mixed steps, dense and MoE, one GPU and four."""
+    sm = StepModel.of(model, H100_SXM, tp=tp, regime=regime)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        seqs = int(rng.integers(1, 300))
+        tokens = seqs + int(rng.integers(0, 8192)) * int(rng.integers(0, 2))
+        cached = float(rng.integers(0, 4000)) * seqs
+        shape = StepShape(tokens, seqs, cached, cached + tokens * (tokens - seqs + 1))
+        assert sm.seconds(shape.tokens, shape.seqs, shape.cached, shape.pairs) == pytest.approx(
+            sm.time(shape).seconds, rel=1e-12)
+
+
 def test_decode_runs_price_each_step_like_a_single_step():
     sm = StepModel.of(LLAMA_3_3_70B, H100_SXM, tp=4)
     cached = np.array([64 * 1500.0, 64 * 1501.0, 64 * 3000.0])
