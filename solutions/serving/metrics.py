@@ -13,7 +13,8 @@ Percentiles use numpy's default (linear interpolation).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -48,7 +49,6 @@ class Result:
     prompt_tokens: np.ndarray
     output_tokens: np.ndarray
     tenant: np.ndarray
-    token_s: np.ndarray  # all tokens' times, request by request
     token_offset: np.ndarray  # request i's tokens are token_s[token_offset[i]:token_offset[i + 1]]
     steps: dict
     kv_blocks: int
@@ -57,6 +57,9 @@ class Result:
     cached_tokens: np.ndarray | None = None  # prompt tokens found in the prefix cache (last admission)
     evicted_blocks: int = 0  # cached prefix blocks evicted to make room
     kv_block_size: int = 16  # tokens per KV block
+    # (step, tokens) of each run of a request's consecutive sampled tokens, in token order:
+    # `token_s` is built from them on first use (it holds every token, tens of millions in a long run)
+    token_segments: tuple | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_run(cls, workload, replica, sched, steps, area) -> "Result":
@@ -68,8 +71,6 @@ class Result:
         rid, first, count = seg.T
         if not np.array_equal(np.bincount(rid, weights=count, minlength=len(out)).astype(np.int64), out):
             raise RuntimeError("token accounting broke: sampled tokens differ from output_tokens")
-        within = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
-        token_steps = np.repeat(first, count) + within
         return cls(
             name=replica.name,
             arrival_s=workload.arrival_s,
@@ -80,7 +81,6 @@ class Result:
             prompt_tokens=workload.prompt_tokens,
             output_tokens=out,
             tenant=workload.tenant,
-            token_s=end[token_steps],
             token_offset=np.concatenate([[0], np.cumsum(out)]),
             steps=steps,
             kv_blocks=replica.kv_pool.num_blocks,
@@ -89,7 +89,15 @@ class Result:
             cached_tokens=np.array(sched.hit_tokens, dtype=np.int64),
             evicted_blocks=sched.evicted_blocks,
             kv_block_size=replica.kv_pool.block_size,
+            token_segments=(first, count),
         )
+
+    @cached_property
+    def token_s(self) -> np.ndarray:
+        """Every token's time, request by request (request i's are token_s[token_offset[i]:token_offset[i + 1]])."""
+        first, count = self.token_segments
+        within = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+        return self.steps["end_s"][np.repeat(first, count) + within]
 
     def __len__(self) -> int:
         return self.arrival_s.size
