@@ -205,6 +205,18 @@ def test_every_token_is_recorded_once_in_time_order(busy_run):
     assert np.all(result.itl > 0)
 
 
+def test_tokens_in_a_window_are_counted_without_building_every_tokens_time(busy_run):
+    """`tokens_between` (from the runs of each request's tokens, what steady windows use) counts
+    exactly the tokens whose times fall in [t0, t1], preempted and recomputed requests included."""
+    _, _, res = busy_run
+    end = res.steps["end_s"]
+    rng = np.random.default_rng(5)
+    windows = [tuple(np.sort(rng.uniform(end[0] - 1, end[-1] + 1, 2))) for _ in range(100)]
+    windows += [(end[i], end[j]) for i, j in np.sort(rng.integers(0, end.size, (100, 2)), axis=1)]
+    for t0, t1 in windows:
+        assert res.tokens_between(t0, t1) == int(((res.token_s >= t0) & (res.token_s <= t1)).sum())
+
+
 def test_preemption_takes_the_newest_and_requeues_it_at_the_front():
     """Pool of 4 blocks of 4 tokens, prefix caching off. A and B (4-token prompts, 8 outputs) arrive
     together. At step 5 both need a third block with none free: B, the newest, is preempted (A is

@@ -92,6 +92,14 @@ class Result:
             token_segments=(first, count),
         )
 
+    def tokens_between(self, t0: float, t1: float) -> int:
+        """Tokens sampled at times in [t0, t1]: each run of a request's tokens overlaps the steps that
+        end in the window (step ends rise with the step), counted without building `token_s`."""
+        first, count = self.token_segments
+        end = self.steps["end_s"]
+        s0, s1 = np.searchsorted(end, t0, side="left"), np.searchsorted(end, t1, side="right")
+        return int(np.clip(np.minimum(first + count, s1) - np.maximum(first, s0), 0, None).sum())
+
     @cached_property
     def token_s(self) -> np.ndarray:
         """Every token's time, request by request (request i's are token_s[token_offset[i]:token_offset[i + 1]])."""

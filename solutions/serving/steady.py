@@ -187,7 +187,7 @@ def steady_window(result, slo=None, *, warmup_s: float | None = None, warmup_fra
         reasons.append(f"only {arrivals} arrivals in the window (< {min_arrivals})")
     out = dict(method=METHOD, start_s=t0, end_s=t1, arrivals=arrivals, completions=completions,
                arrival_rate=arrivals / T, throughput_req_per_s=completions / T,
-               output_tokens_per_s=float(((result.token_s >= t0) & (result.token_s <= t1)).sum() / T),
+               output_tokens_per_s=float(result.tokens_between(t0, t1) / T),
                backlog_growth=backlog_growth, queue_growth=queue_growth, wait_growth_s=wait_growth, kv_trend=kv_trend,
                mean_kv_fraction=mean_kv_fraction, kv_full_share=kv_full_share, mean_in_system=mean_in_system,
                mean_kv_tokens=mean_kv_tokens, ramp_share=warm / span, drain_share=(float(finish.max()) - last) / span,
