@@ -217,6 +217,23 @@ def test_tokens_in_a_window_are_counted_without_building_every_tokens_time(busy_
         assert res.tokens_between(t0, t1) == int(((res.token_s >= t0) & (res.token_s <= t1)).sum())
 
 
+def test_a_subset_of_requests_keeps_their_tokens_and_the_shared_steps(busy_run):
+    """`Result.subset` (one tenant's view): the selected requests' arrays and every one of their tokens,
+    in request order, over the whole replica's steps."""
+    work, _, res = busy_run
+    m = np.arange(len(work)) % 3 == 1
+    sub = res.subset(m)
+    assert len(sub) == m.sum() and np.array_equal(sub.ttft, res.ttft[m])
+    assert np.array_equal(sub.token_s, res.token_s[np.repeat(m, res.output_tokens)])
+    assert np.array_equal(sub.token_times(5), res.token_times(int(np.flatnonzero(m)[5])))
+    end = res.steps["end_s"]
+    t0, t1 = end[end.size // 4], end[end.size // 2]
+    assert sub.tokens_between(t0, t1) == int(((sub.token_s >= t0) & (sub.token_s <= t1)).sum())
+    assert sub.steps is res.steps
+    with pytest.raises(ValueError, match="boolean mask"):
+        res.subset(m[:-1])
+
+
 def test_preemption_takes_the_newest_and_requeues_it_at_the_front():
     """Pool of 4 blocks of 4 tokens, prefix caching off. A and B (4-token prompts, 8 outputs) arrive
     together. At step 5 both need a third block with none free: B, the newest, is preempted (A is

@@ -13,7 +13,7 @@ Percentiles use numpy's default (linear interpolation).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -57,8 +57,8 @@ class Result:
     cached_tokens: np.ndarray | None = None  # prompt tokens found in the prefix cache (last admission)
     evicted_blocks: int = 0  # cached prefix blocks evicted to make room
     kv_block_size: int = 16  # tokens per KV block
-    # (step, tokens) of each run of a request's consecutive sampled tokens, in token order:
-    # `token_s` is built from them on first use (it holds every token, tens of millions in a long run)
+    # (request, first step, tokens) of each run of a request's consecutive sampled tokens, in token
+    # order: `token_s` is built from them on first use (every token: tens of millions in a long run)
     token_segments: tuple | None = field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -89,13 +89,30 @@ class Result:
             cached_tokens=np.array(sched.hit_tokens, dtype=np.int64),
             evicted_blocks=sched.evicted_blocks,
             kv_block_size=replica.kv_pool.block_size,
-            token_segments=(first, count),
+            token_segments=(rid, first, count),
         )
+
+    def subset(self, requests: np.ndarray) -> "Result":
+        """The requests a boolean mask selects, as a Result of their own (one tenant's view, say): their
+        per-request arrays and tokens; the steps and the KV pool stay the whole replica's, so its
+        `steady()` is their steady window over the shared pool."""
+        m = np.asarray(requests, bool)
+        if m.shape != (len(self),):
+            raise ValueError(f"requests must be a boolean mask with one entry per request ({len(self)})")
+        rid, first, count = self.token_segments
+        keep = m[rid]
+        new_id = np.cumsum(m) - 1  # old request id -> its index in the subset
+        per_request = {name: getattr(self, name)[m] for name in (
+            "arrival_s", "admitted_s", "first_token_s", "finish_s", "preemptions", "prompt_tokens", "output_tokens",
+            "tenant")}
+        return replace(self, **per_request, token_offset=np.concatenate([[0], np.cumsum(self.output_tokens[m])]),
+                       cached_tokens=None if self.cached_tokens is None else self.cached_tokens[m],
+                       token_segments=(new_id[rid[keep]], first[keep], count[keep]))
 
     def tokens_between(self, t0: float, t1: float) -> int:
         """Tokens sampled at times in [t0, t1]: each run of a request's tokens overlaps the steps that
         end in the window (step ends rise with the step), counted without building `token_s`."""
-        first, count = self.token_segments
+        _, first, count = self.token_segments
         end = self.steps["end_s"]
         s0, s1 = np.searchsorted(end, t0, side="left"), np.searchsorted(end, t1, side="right")
         return int(np.clip(np.minimum(first + count, s1) - np.maximum(first, s0), 0, None).sum())
@@ -103,7 +120,7 @@ class Result:
     @cached_property
     def token_s(self) -> np.ndarray:
         """Every token's time, request by request (request i's are token_s[token_offset[i]:token_offset[i + 1]])."""
-        first, count = self.token_segments
+        _, first, count = self.token_segments
         within = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
         return self.steps["end_s"][np.repeat(first, count) + within]
 
