@@ -123,6 +123,22 @@ QWEN3_32B_RUNS = (
 )
 RUNS_BY_NAME = {r.name: r for r in RUNS + QWEN3_32B_RUNS}
 
+# Async scheduling in the release the runs above were made with: v0.11.0 leaves it off unless asked
+# (`--async-scheduling`; vLLM 0.33.0 turns it on by default, `vllm==0.33.0:vllm/config/vllm.py`
+# `# Enable async scheduling unless there is an incompatible option.`). The same lab, release and
+# benchmark commands measured what turning it on buys: gpt-oss-20b (an MoE, not a kit model) on one
+# A100, the same five saturated cases; total token throughput (tok/s) without and with the flag, from
+# the page's "Comparison of benchmark results before and after optimization" table (its "Optimized"
+# column is `vllm serve openai/gpt-oss-20b --async-scheduling`).
+GPT_OSS_20B_A100 = f"{GPUSTACK}@7b50d5067ddbdeba0739e7f72d6f40e53d3b9a04:docs/performance-lab/gpt-oss-20b/a100.md"
+ASYNC_SCHEDULING_TOTAL_TOK_S = {
+    "ShareGPT, 1000 at once": (9743.28, 10919.92),
+    "random 128 in / 4 out, 1000 at once": (24223.22, 25172.82),
+    "random 2000 in / 100 out, 500 at once": (18021.34, 18920.16),
+    "random 4000 in / 200 out, 500 at once": (15938.87, 16550.81),
+    "random 32000 in / 100 out, 100 at once": (7280.33, 7363.09),
+}
+
 # The one run STEP_OVERHEAD_S and SERVING_STACK_S are fitted on (solutions/step_defaults.py); every
 # other run is a test.
 FIT_RUN = "Qwen3-8B ShareGPT, concurrency 1"
