@@ -1,6 +1,7 @@
 """The bank as a whole: every prompt has its notebook, ids are unique, fields are valid,
 and a broken page fails with a message naming the file and the field."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,37 @@ def test_every_answer_has_a_rubric_the_mock_interview_reads(path):
     wrong = [i for i in items if i.startswith("Common wrong turn:")]
     assert len(wrong) == 1 and items[-1] == wrong[0], f"{path.name}: the last bullet must be the one wrong turn"
     assert 4 <= len(items) - 1 <= 8, f"{path.name}: {len(items) - 1} rubric points (4-8 expected)"
+
+
+# A page that points at the steps of its proof ("satisfies step 1", "step 1 of the proof", "the proof
+# never assumed ...") must still carry the proof: q05 once lost its proof cell in a rework while its
+# follow-ups kept citing the steps.
+_PROOF_REFERENCE = re.compile(r"\bstep \d+ of the proof\b|\b(?:satisfies|fails|gives) step \d+\b|\bthe proof (?:never|needs|does)\b",
+                              re.I)
+
+
+def _page_text(cells) -> str:
+    """A notebook's Markdown cells and rendered Markdown outputs."""
+    parts = []
+    for c in cells:
+        if c["cell_type"] == "markdown":
+            parts.append("".join(c["source"]))
+        for o in c.get("outputs", []):
+            parts.append("".join(o.get("data", {}).get("text/markdown", "")))
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("path", sorted(Path(__file__).resolve().parents[1].glob("notebooks/*/q[0-9][0-9]-*.ipynb")),
+                         ids=lambda p: p.name[:3])
+def test_a_page_that_cites_the_steps_of_its_proof_carries_the_proof(path):
+    import json
+
+    text = _page_text(json.loads(path.read_text())["cells"])
+    cited = _PROOF_REFERENCE.findall(text)
+    if not cited:
+        return
+    proof = re.search(r"\*\*Proof\.\*\*(.*?)∎", text, re.S)
+    assert proof, f"{path.name} refers to its proof ({cited[0]!r}) but no '**Proof.** ... ∎' is on the page"
+    steps = {int(n) for n in re.findall(r"^\s*(\d+)\. ", proof[1], re.M)}
+    for n in map(int, re.findall(r"\bstep (\d+)\b", text, re.I)):
+        assert n in steps, f"{path.name} cites step {n}, but the proof has steps {sorted(steps)}"
