@@ -2,6 +2,7 @@
 the two prompts that price it (q22 and q37, the same 70B-on-two-H100s box)."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,19 @@ def test_check_passes_when_one_request_fits_and_names_the_length_that_fits_other
     assert ledger.check(longest) is None
     message = ledger.check(longest + 1)
     assert "To serve at least one request" in message and f"estimated maximum model length is {longest}" in message
+
+
+def test_the_null_block_is_left_out_of_the_check_and_the_estimate():
+    # vLLM 0.33.0's get_kv_cache_configs checks and estimates against available memory less one block
+    # (the null block BlockPool holds back): a pool of exactly one request's blocks refuses it.
+    ledger = StartupLedger.of(**BOX)
+    assert ledger.usable_kv == ledger.available_kv - ledger.block_size * ledger.kv_bytes_per_token
+    longest = ledger.max_model_len_that_fits()
+    assert longest == (int(ledger.available_kv // ledger.block_bytes) - 1) * ledger.block_size
+    exact = replace(ledger, after_snapshot=ledger.after_snapshot + ledger.available_kv - ledger.kv_needed(longest) - 1)
+    assert exact.available_kv == pytest.approx(ledger.kv_needed(longest) + 1)
+    assert exact.check(longest) is not None
+    assert exact.check(longest - ledger.block_size) is None
 
 
 def test_init_check_refuses_when_the_card_is_not_free_enough_for_the_budget():

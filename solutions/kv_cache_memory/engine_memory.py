@@ -20,7 +20,9 @@ accounting in `vllm==0.33.0:vllm/utils/mem_utils.py` `result.non_kv_cache_memory
    `VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS` on (the default), subtracted from the budget too.
 5. available KV = budget - non-KV memory - graph estimate; the engine core then checks that one
    request of `max_model_len` fits
-   (`vllm==0.33.0:vllm/v1/core/kv_cache_planning.py` `def _check_enough_kv_cache_memory(`).
+   (`vllm==0.33.0:vllm/v1/core/kv_cache_planning.py` `def _check_enough_kv_cache_memory(`), against
+   that memory less one block: the null block the block pool holds back, which the check and the
+   estimated maximum length both leave out (`usable_kv`).
 
 History: the 3.58 GiB "non_torch_memory" the bank used to charge at TP 2 is a V0 log of
 December 2024 (vllm-project/vllm#10511, read: youkaichao's comment of 2024-12-14, Llama 3 8B on
@@ -189,16 +191,28 @@ class StartupLedger:
         """What vLLM logs as 'Available KV cache memory' (may be negative)."""
         return self.requested - self.non_kv
 
+    @property
+    def block_bytes(self) -> float:
+        """One KV block on this rank, every layer."""
+        return self.block_size * self.kv_bytes_per_token
+
+    @property
+    def usable_kv(self) -> float:
+        """Available KV less the null block the block pool permanently holds back: what the
+        engine core's check and its estimated maximum length plan against
+        (`vllm==0.33.0:vllm/v1/core/kv_cache_planning.py` `Reserve the null block BlockPool permanently holds back`)."""
+        return self.available_kv - self.block_bytes
+
     def kv_needed(self, max_model_len: int) -> float:
         """KV for one request of max_model_len tokens, rounded up to whole blocks."""
         return math.ceil(max_model_len / self.block_size) * self.block_size * self.kv_bytes_per_token
 
     def max_model_len_that_fits(self) -> int:
-        """The longest request the pool holds: whole blocks, as vLLM's estimate returns."""
-        if self.available_kv <= 0:
+        """The longest request the pool holds, the null block left out: whole blocks, as vLLM's
+        estimate returns."""
+        if self.usable_kv <= 0:
             return 0
-        blocks = int(self.available_kv // (self.block_size * self.kv_bytes_per_token))
-        return blocks * self.block_size
+        return int(self.usable_kv // self.block_bytes) * self.block_size
 
     def concurrency(self, max_model_len: int) -> float:
         """'Maximum concurrency for L tokens per request' (0 where the check fails)."""
@@ -221,21 +235,21 @@ class StartupLedger:
     def check(self, max_model_len: int) -> str | None:
         """The engine core's check on one rank: None if it passes, else the error text vLLM raises
         (`vllm==0.33.0:vllm/v1/core/kv_cache_planning.py` `def _check_enough_kv_cache_memory(`; GiB as
-        its `format_gib` rounds them)."""
+        its `format_gib` rounds them), against `usable_kv`, as vLLM checks."""
         if not (isinstance(max_model_len, int) and max_model_len >= 1):
             raise ValueError(f"max_model_len must be an integer >= 1, got {max_model_len!r}")
-        if self.available_kv <= 0:
+        if self.usable_kv <= 0:
             return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
                     "initializing the engine (this flag also controls CPU memory reservation on the CPU backend, "
                     f"despite its name). {_SEE_DOCS}")
         needed = self.kv_needed(max_model_len)
-        if needed <= self.available_kv:
+        if needed <= self.usable_kv:
             return None
         fit = min(self.max_model_len_that_fits(), max_model_len)
         estimate = f"Based on the available memory, the estimated maximum model length is {fit}. " if fit else ""
         return (f"To serve at least one request with the model's max seq len ({max_model_len}), "
                 f"({round(needed / GiB, 2)} GiB KV cache is needed, which is larger than the available KV cache "
-                f"memory ({round(self.available_kv / GiB, 2)} GiB). {estimate}Try increasing "
+                f"memory ({round(self.usable_kv / GiB, 2)} GiB). {estimate}Try increasing "
                 f"`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or decreasing "
                 f"`max_model_len` when initializing the engine. {_SEE_DOCS}")
 
