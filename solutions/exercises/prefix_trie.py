@@ -44,7 +44,7 @@ class RadixCache:
         while depth < len(tokens) and tokens[depth] in node.children:
             child = node.children[tokens[depth]]
             child.stamp = next(self._clock)
-            n = 0
+            n = len(child.tokens) if tokens[depth:depth + len(child.tokens)] == child.tokens else 0
             while n < len(child.tokens) and depth + n < len(tokens) \
                     and child.tokens[n] == tokens[depth + n]:
                 n += 1
