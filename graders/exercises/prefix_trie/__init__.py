@@ -67,13 +67,24 @@ insert is stamped last. Nothing else stamps.
 
 Values cross to the grader as plain data: return ints and lists (or tuples) of ints.
 
-How this maps to SGLang (page_size=1; the pinned 0.5.23 keeps the same walk:
-`sglang==0.5.23:sglang/srt/mem_cache/radix_cache.py` `child.last_access_time = access_time`,
-before `_split_node`): match_prefix -> match_prefix(key) (its device_indices and last_device_node;
-the handle is TreeNode.id); insert -> insert(key, value), which returns the cached length and
-cache_finished_req frees kv_indices[len(prefix_indices):new_prefix_len]; lock / unlock ->
-inc_lock_ref / dec_lock_ref; lock_ref -> TreeNode.lock_ref; evictable_size, protected_size
-and evict -> the same names. An adapter over the real class:
+How this maps to SGLang (page_size=1), read at the pinned 0.5.23. The walk stamps each child
+before splitting it (`sglang==0.5.23:sglang/srt/mem_cache/radix_cache.py`
+`child.last_access_time = access_time`, before `_split_node`). match_prefix ->
+match_prefix(MatchPrefixParams(key=RadixKey(tokens))), whose MatchResult has
+device_prefix_len and last_device_node (the handle is TreeNode.id; the slots are
+path_device_indices of that node). insert -> insert(InsertParams(key=..., value=...)), whose
+InsertResult.prefix_len is the cached length; RadixCache._insert_cache then frees the caller's
+duplicates, kv_indices[req.kv.cache_protected_len : result.prefix_len]. lock / unlock ->
+inc_lock_ref / dec_lock_ref, which the scheduler reaches through lock(node) (it returns a
+TreeLock receipt) and unlock(receipt). lock_ref -> TreeNode.lock_ref. evictable_size,
+protected_size and evict keep their names; evict takes EvictParams(num_tokens) and frees
+through free_segment.
+
+The adapter below is the one that was run, on an SGLang release before 0.5.23, and it uses that
+release's API: RadixCache(req_to_token_pool, allocator, page_size=1), match_prefix(tokens)
+with device_indices, insert(tokens, tensor) returning the cached length, and evict(num_tokens)
+freeing through the allocator's free(). At 0.5.23 the constructor takes one CacheInitParams,
+and match_prefix, insert and evict take the params objects above, so it needs porting there:
 
     clock = itertools.count(1)
     logical = types.ModuleType("time")   # the time module with a logical monotonic(): any
@@ -90,19 +101,19 @@ and evict -> the same names. An adapter over the real class:
     def insert(tokens, slots): return tree.insert(tokens, torch.tensor(slots))
     def lock(h): tree.inc_lock_ref(nodes[h])
     def unlock(h): tree.dec_lock_ref(nodes[h])
-    def evict(n): freed.clear(); tree.evict(n); return list(freed)   # before 0.5.23's EvictParams
+    def evict(n): freed.clear(); tree.evict(n); return list(freed)
 
 What SGLang skips by design: dec_lock_ref does not refuse an unlock below zero. The
 scheduler pairs every inc_lock_ref with one dec_lock_ref, so the engine trusts its caller,
 and the bare adapter fails that one check of locked-never-freed; a guard in the adapter
-(`if node.lock_ref == 0: raise ValueError`) restores it. SGLang stamps with time.monotonic();
-the adapter's counter makes that order exact, and it is the rule above. The stand-in keeps
-every other function of the time module, so the adapter keeps working where evict also reads
-a clock (time.perf_counter, to time itself): replacing the module by monotonic alone crashes
-there. (Checked outside
-this repository on an earlier SGLang, whose evict(n) took a token count, with a list-backed
-stand-in for torch: the guarded adapter passed all seven properties. At 0.5.23 evict takes an
-EvictParams and frees through free_segment; the adapter was not re-run there.)
+(`if node.lock_ref == 0: raise ValueError`) restores it. SGLang stamps with time.monotonic()
+(at 0.5.23 one reading per walk, which orders leaves the same way: no two leaves lie on one
+walk); the adapter's counter makes that order exact, and it is the rule above. The stand-in
+keeps every other function of the time module, so the adapter keeps working where evict also
+reads a clock (time.perf_counter, to time itself): replacing the module by monotonic alone
+crashes there. (Checked outside this repository on that earlier release, with a list-backed
+stand-in for torch: the guarded adapter passed all seven properties. It was not re-run at
+0.5.23.)
 """
 
 METHODS = (
