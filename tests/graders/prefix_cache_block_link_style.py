@@ -2,10 +2,13 @@
 
 Each block keeps (parent block, that block's generation, own tokens, extra keys, key); a
 block's generation goes up each time its memory is reused, so a link to a reused block no
-longer vouches for it. A hit on block i must link to the very block this request matched at
-i - 1. That is safe whatever the pick; it is complete only because every request picks the
-same copy of a duplicated prefix (the first in its key's bucket, as vLLM's get_one_block
-does), so children link to a copy that outlives them. With PICK_LAST the design loses hits.
+longer vouches for it. Under this interface that never decides a hit (a child is always evicted
+before the parent copy it links to; test_hash_prefix_cache grades the file without the bump):
+the generation guards eviction by block id, which the interface does not have. A hit on
+block i must link to the very block this request matched at i - 1. That is safe whatever the
+pick; it is complete only because every request picks the same copy of a duplicated prefix
+(the first in its key's bucket, as vLLM's get_one_block does), so children link to a copy that
+outlives them. With PICK_LAST the design loses hits.
 """
 
 from collections import OrderedDict, deque

@@ -156,6 +156,18 @@ def test_nano_vllm_style_cache_fails_what_the_spec_says():
                          [COLLISIONS, DUPLICATES, EVICTION])
 
 
+def test_under_this_interface_the_generation_never_decides_a_hit():
+    """q47's page: a child is always evicted before the parent copy it links to (a held child
+    means a held parent, a request frees tail first, free blocks are reused least recently freed
+    first), so the block-link design passes every property with its generation never bumped.
+    The counter guards eviction by block id (vLLM's BlockPool.evict_blocks), which this
+    interface does not have."""
+    source = (Path(__file__).parent / "prefix_cache_block_link_style.py").read_text()
+    bump = "        self.generation[block] += 1  # its memory is reused: old links to it stop vouching\n"
+    assert source.count(bump) == 1
+    assert runner.grade(EX, source.replace(bump, ""), "block_link_no_generation.py").passed
+
+
 def test_a_parent_link_to_a_physical_block_needs_one_pick_of_the_copies():
     """q47's page: a link to a physical parent block with its generation is as safe as the
     reference's shared record and passes every property, but only because every request picks

@@ -81,6 +81,40 @@ def test_split_lower_half_is_refreshed_as_in_sglang():
     assert model.evict(9)[0] == cache.evict(9) == [10, 11]   # its parent became a leaf
 
 
+def _load(source):
+    namespace = {}
+    exec(compile(source, "m.py", "exec"), namespace)
+    return namespace["RadixCache"]
+
+
+PARENT_OUT_OF_TURN = ("evict_cascades_parent", "parent_pushed_with_child_stamp")
+
+
+@pytest.mark.parametrize("name", PARENT_OUT_OF_TURN)
+def test_a_parent_refreshed_by_an_exact_match_waits_its_turn(name):
+    """Five calls from review t5: a match that ends exactly at an inner node ([0]) stamps it and
+    not its child ([1]), so once the child goes, the older leaf [2] goes before [0]."""
+    model, ref, bug = TrieModel(), RadixCache(), _load(mutants.find(EX, name).source())()
+    for tokens, slots in (((0, 1), [0, 1]), ((0,), [9]), ((2,), [2])):
+        model.insert(tokens, slots)
+        ref.insert(list(tokens), slots)
+        bug.insert(list(tokens), slots)
+    model.match((0,))
+    ref.match_prefix([0])
+    bug.match_prefix([0])
+    assert model.evict(2)[0] == ref.evict(2) == [1, 2]
+    assert bug.evict(2) == [1, 0]
+
+
+@pytest.mark.parametrize("name", PARENT_OUT_OF_TURN)
+def test_a_plain_check_catches_a_parent_freed_out_of_turn(name):
+    """Both passed a plain check at seed 0 before the rule refresh_inner_then_evict (caught on
+    4 of seeds 0-9); a plain check at the default count and seed must fail them on lru-order."""
+    verdict = runner.grade(EX, mutants.find(EX, name).source(), f"{name}.py", shrink=False,
+                           stop_at_first_failure=True)
+    assert verdict.failed == ["lru-order"], verdict.failed
+
+
 def test_lock_covers_exactly_the_match():
     cache = RadixCache()
     cache.insert([1, 2, 3, 4], [0, 1, 2, 3])

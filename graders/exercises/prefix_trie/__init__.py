@@ -67,13 +67,24 @@ insert is stamped last. Nothing else stamps.
 
 Values cross to the grader as plain data: return ints and lists (or tuples) of ints.
 
-How this maps to SGLang (page_size=1; the pinned 0.5.23 keeps the same walk:
-`sglang==0.5.23:sglang/srt/mem_cache/radix_cache.py` `child.last_access_time = access_time`,
-before `_split_node`): match_prefix -> match_prefix(key) (its device_indices and last_device_node;
-the handle is TreeNode.id); insert -> insert(key, value), which returns the cached length and
-cache_finished_req frees kv_indices[len(prefix_indices):new_prefix_len]; lock / unlock ->
-inc_lock_ref / dec_lock_ref; lock_ref -> TreeNode.lock_ref; evictable_size, protected_size
-and evict -> the same names. An adapter over the real class:
+How this maps to SGLang (page_size=1), read at the pinned 0.5.23. The walk stamps each child
+before splitting it (`sglang==0.5.23:sglang/srt/mem_cache/radix_cache.py`
+`child.last_access_time = access_time`, before `_split_node`). match_prefix ->
+match_prefix(MatchPrefixParams(key=RadixKey(tokens))), whose MatchResult has
+device_prefix_len and last_device_node (the handle is TreeNode.id; the slots are
+path_device_indices of that node). insert -> insert(InsertParams(key=..., value=...)), whose
+InsertResult.prefix_len is the cached length; RadixCache._insert_cache then frees the caller's
+duplicates, kv_indices[req.kv.cache_protected_len : result.prefix_len]. lock / unlock ->
+inc_lock_ref / dec_lock_ref, which the scheduler reaches through lock(node) (it returns a
+TreeLock receipt) and unlock(receipt). lock_ref -> TreeNode.lock_ref. evictable_size,
+protected_size and evict keep their names; evict takes EvictParams(num_tokens) and frees
+through free_segment.
+
+The adapter below is the one that was run, on an SGLang release before 0.5.23, and it uses that
+release's API: RadixCache(req_to_token_pool, allocator, page_size=1), match_prefix(tokens)
+with device_indices, insert(tokens, tensor) returning the cached length, and evict(num_tokens)
+freeing through the allocator's free(). At 0.5.23 the constructor takes one CacheInitParams,
+and match_prefix, insert and evict take the params objects above, so it needs porting there:
 
     clock = itertools.count(1)
     logical = types.ModuleType("time")   # the time module with a logical monotonic(): any
@@ -90,19 +101,19 @@ and evict -> the same names. An adapter over the real class:
     def insert(tokens, slots): return tree.insert(tokens, torch.tensor(slots))
     def lock(h): tree.inc_lock_ref(nodes[h])
     def unlock(h): tree.dec_lock_ref(nodes[h])
-    def evict(n): freed.clear(); tree.evict(n); return list(freed)   # before 0.5.23's EvictParams
+    def evict(n): freed.clear(); tree.evict(n); return list(freed)
 
 What SGLang skips by design: dec_lock_ref does not refuse an unlock below zero. The
 scheduler pairs every inc_lock_ref with one dec_lock_ref, so the engine trusts its caller,
 and the bare adapter fails that one check of locked-never-freed; a guard in the adapter
-(`if node.lock_ref == 0: raise ValueError`) restores it. SGLang stamps with time.monotonic();
-the adapter's counter makes that order exact, and it is the rule above. The stand-in keeps
-every other function of the time module, so the adapter keeps working where evict also reads
-a clock (time.perf_counter, to time itself): replacing the module by monotonic alone crashes
-there. (Checked outside
-this repository on an earlier SGLang, whose evict(n) took a token count, with a list-backed
-stand-in for torch: the guarded adapter passed all seven properties. At 0.5.23 evict takes an
-EvictParams and frees through free_segment; the adapter was not re-run there.)
+(`if node.lock_ref == 0: raise ValueError`) restores it. SGLang stamps with time.monotonic()
+(at 0.5.23 one reading per walk, which orders leaves the same way: no two leaves lie on one
+walk); the adapter's counter makes that order exact, and it is the rule above. The stand-in
+keeps every other function of the time module, so the adapter keeps working where evict also
+reads a clock (time.perf_counter, to time itself): replacing the module by monotonic alone
+crashes there. (Checked outside this repository on that earlier release, with a list-backed
+stand-in for torch: the guarded adapter passed all seven properties. It was not re-run at
+0.5.23.)
 """
 
 METHODS = (
@@ -141,7 +152,8 @@ PROPERTIES = (
              "becomes a leaf when its last child goes), and stops once n are freed"),
 )
 
-TOKENS = st.integers(0, 2)     # a small alphabet: shared prefixes and splits come early
+ALPHABET = 3
+TOKENS = st.integers(0, ALPHABET - 1)   # a small alphabet: shared prefixes and splits come early
 MAX_LEN = 7
 
 
@@ -264,6 +276,40 @@ class TrieMachine(GradedMachine):
         that stamps on insert only; a random walk rarely makes them in a row."""
         self.match_tokens(data.draw(st.sampled_from(self.seen[:-1]), label="older"), False)
         self.evict(n)
+
+    @rule(data=st.data())
+    def refresh_inner_then_evict(self, data):
+        """A match that ends exactly at an inner node stamps it and its ancestors, not the
+        nodes below it, so it is now younger than they are. When evict frees its last child
+        it becomes a leaf with the newest stamp and must wait behind every older leaf, not go
+        at once (freed on the spot, or queued with its child's stamp). A request caches a
+        sequence below a stem and a match makes the stem a node; another request caches a
+        sequence elsewhere (a leaf seen before, or a new one); a match ends exactly at the
+        stem; evict frees the stem's subtree and one token more: the next to go is the leaf
+        elsewhere, not the stem. A random walk rarely lines these up, as the cache seldom
+        holds an unlocked inner node (review t5 found both bugs passing at seed 0)."""
+        stem = _tokens(data, self.seen) or (data.draw(TOKENS, label="stem"),)
+        below = stem + tuple(data.draw(st.lists(TOKENS, min_size=1, max_size=2), label="tail"))
+        self.put(below, self.fresh_slots(len(below)), reused=0)
+        self.match_tokens(stem, False)          # the stem ends at a node, its child below
+        inner = self.model.nodes[stem]
+        if inner.lock:                          # a running request holds it: nothing to see
+            return
+        others = [n for n in self.model.nodes.values()
+                  if not n.lock and self.model.is_leaf(n) and not self.model.under(n, inner)]
+        if others:
+            other = data.draw(st.sampled_from(others), label="elsewhere").end
+        else:                                   # a new leaf on another first token
+            first = data.draw(st.sampled_from([t for t in range(ALPHABET) if t != stem[0]]),
+                              label="first")
+            other = (first,)
+            while other in self.model.slot:
+                other += (first,)
+        self.put(other, self.fresh_slots(len(other)), reused=0)
+        self.match_tokens(stem, False)
+        order = self.model.evict_order()
+        last = max(i for i, (n, _) in enumerate(order) if self.model.under(n, inner))
+        self.evict(sum(k for _, k in order[:last + 1]) + 1)
 
     def match_tokens(self, tokens, lock):
         what = f"match_prefix({_show(tokens)})"

@@ -115,6 +115,25 @@ class TrieModel:
         for n in self.path(node):
             n.lock += delta
 
+    def under(self, node: ModelNode, top: ModelNode) -> bool:
+        """True if `node` lies strictly below `top`."""
+        return len(node.end) > len(top.end) and node.end[:len(top.end)] == top.end
+
+    def evict_order(self) -> list[tuple[ModelNode, int]]:
+        """The nodes evict would free if asked for everything, in order, with each one's
+        edge length then: what evict(n) frees is a head of this list. Changes nothing."""
+        alive, order = dict(self.nodes), []
+        while True:
+            leaves = [n for e, n in alive.items() if not n.lock and not any(
+                len(f) > len(e) and f[:len(e)] == e for f in alive)]
+            if not leaves:
+                return order
+            leaf = min(leaves, key=lambda n: n.stamp)
+            parent = max((i for i in range(1, len(leaf.end)) if leaf.end[:i] in alive),
+                         default=0)
+            order.append((leaf, len(leaf.end) - parent))
+            del alive[leaf.end]
+
     def evict(self, num_tokens: int):
         """Free whole unlocked leaves, oldest stamp first, until num_tokens are freed.
         Returns (freed slots in order, [(edge tokens, their slots), ...] per leaf)."""
