@@ -234,6 +234,16 @@ def test_a_subset_of_requests_keeps_their_tokens_and_the_shared_steps(busy_run):
         res.subset(m[:-1])
 
 
+def test_inter_token_gaps_are_each_requests_own(busy_run):
+    """ITL over a subset of requests is the gaps within each selected request's tokens, in order,
+    never a gap from one request's last token to the next one's first."""
+    work, _, res = busy_run
+    m = np.arange(len(work)) % 4 != 2
+    expect = np.concatenate([np.diff(res.token_times(rid)) for rid in np.flatnonzero(m)])
+    assert np.array_equal(res._itl(m), expect)
+    assert np.array_equal(res.itl, np.concatenate([np.diff(res.token_times(rid)) for rid in range(len(work))]))
+
+
 def test_preemption_takes_the_newest_and_requeues_it_at_the_front():
     """Pool of 4 blocks of 4 tokens, prefix caching off. A and B (4-token prompts, 8 outputs) arrive
     together. At step 5 both need a third block with none free: B, the newest, is preempted (A is

@@ -121,8 +121,8 @@ class Result:
     def token_s(self) -> np.ndarray:
         """Every token's time, request by request (request i's are token_s[token_offset[i]:token_offset[i + 1]])."""
         _, first, count = self.token_segments
-        within = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
-        return self.steps["end_s"][np.repeat(first, count) + within]
+        # token k of a run starting at token index o and step f is at step f + (k - o): one repeat
+        return self.steps["end_s"][np.arange(count.sum()) + np.repeat(first - (np.cumsum(count) - count), count)]
 
     def __len__(self) -> int:
         return self.arrival_s.size
@@ -163,10 +163,11 @@ class Result:
         return self._itl(np.ones(len(self), bool))
 
     def _itl(self, requests: np.ndarray) -> np.ndarray:
-        gaps = np.diff(self.token_s)
-        owner = np.repeat(np.arange(len(self)), self.output_tokens)[1:]  # gap j ends at token j + 1
-        same = np.diff(np.repeat(np.arange(len(self)), self.output_tokens)) == 0
-        return gaps[same & requests[owner]]
+        gaps = np.diff(self.token_s)  # gap j is from token j to token j + 1
+        keep = np.repeat(np.asarray(requests, bool), self.output_tokens)[1:]  # token j + 1's request selected
+        starts = self.token_offset[1:-1]  # a request's first token: the gap before it crosses requests
+        keep[starts[(starts > 0) & (starts < keep.size + 1)] - 1] = False
+        return gaps[keep]
 
     # ---- the run ----------------------------------------------------------------------
     @property
