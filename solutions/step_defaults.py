@@ -190,10 +190,10 @@ class StepOverheads:
 # 8's TPOT, per token on two saturated Qwen3-14B runs (ShareGPT burst, random 2K in); serving stack
 # on concurrency 1 and 8's TTFT. The per-request term comes out ~0: one per-token term carries both
 # the small-batch TPOT slope and most of the saturated gap. It is v0.11.0 at its defaults, which ran
-# without async scheduling; 0.33.0 turns it on by default, and the same lab measured it buying 1-12%
-# of throughput on v0.11.0's saturated runs (`vllm_serving_runs.ASYNC_SCHEDULING_TOTAL_TOK_S`): the gap
-# to the kernel ceiling (1.7-1.8x) is mostly not the CPU time async scheduling hides, and this regime
-# is pessimistic for 0.33.0 by up to about that much (docs/fidelity.ipynb, section 4).
+# without async scheduling; 0.33.0 turns it on by default, and the same lab measured the flag alone
+# buying 1-12% of throughput on v0.11.0's saturated runs (gpt-oss-20b on an A100,
+# `vllm_serving_runs.ASYNC_SCHEDULING_TOTAL_TOK_S`): a hint, not a proof, that the gap to the kernel
+# ceiling (1.7-1.8x) is mostly not CPU time async scheduling hides (docs/fidelity.ipynb, section 4).
 VLLM_DEFAULTS = StepOverheads(
     constant_s=0.20e-3, per_seq_s=0.0, per_token_s=39e-6, serving_stack_s=46e-3,
     source="calibration.vllm_regime.fit_overheads() on GPUStack's vLLM v0.11.0 H100 runs",
