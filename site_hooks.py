@@ -14,7 +14,7 @@ from mkdocs.utils import get_relative_url
 
 from site_build import (assets, bank_pages, drill, exercises, mock_interview, notebooks,
                         question_table, search, source_links, starter_path)
-from site_build.layout import (BANK_JSON, MATHJAX_DIR, MOCK_PAGE, ROOT, TABLE_PAGE, answer_uri, bank,
+from site_build.layout import (BANK_JSON, MATHJAX_BUNDLE, MATHJAX_DIR, MOCK_PAGE, ROOT, TABLE_PAGE, answer_uri, bank,
                                by_topic, doc_notebooks, page_url, prompt_uri, topic_uri)
 
 _build: dict = {}  # state of the current build: the bank, rendered answers, plot files
@@ -128,7 +128,7 @@ def on_post_page(output, page, config):
     editor only on graded pages."""
     if page.meta.get("mathjax") or 'class="arithmatex"' in output:
         scripts = "".join(f'<script src="{get_relative_url(u, page.url)}"></script>'
-                          for u in ("javascripts/mathjax.js", f"{MATHJAX_DIR}/tex-chtml-full.js"))
+                          for u in ("javascripts/mathjax.js", f"{MATHJAX_DIR}/{MATHJAX_BUNDLE}"))
         output = output.replace("</body>", scripts + "</body>", 1)
     if _build.get("editor") and 'class="qb-exercise"' in output:  # the editor: graded pages only
         script = f'<script src="{get_relative_url(assets.EDITOR, page.url)}"></script>'

@@ -100,7 +100,7 @@ def main() -> None:
          f"with the files it loads: {kb(weights[heaviest][1])} (gzip: {kb(heaviest_gz)} HTML)"),
         ("search index", kb(index_size), f"gzip: {kb(index_gz)}; prompts only, answers excluded"),
         ("plots, all questions", kb(plots), "PNG files, loaded lazily when an answer is revealed"),
-        ("MathJax, served by the site", kb(mathjax), "tex-chtml-full.js and its woff fonts; only pages with math load it"),
+        ("MathJax, served by the site", kb(mathjax), "tex-chtml.js, its autoloaded TeX extensions and woff fonts; only pages with math load it"),
         ("whole site", kb(total), f"{len(all_files)} files"),
     ]
     table = "\n".join(["| measure | value | detail |", "|---|---:|---|"]

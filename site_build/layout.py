@@ -10,6 +10,7 @@ from solutions.bank import TOPICS, BankError, Question, load_bank
 
 ROOT = Path(__file__).resolve().parents[1]
 MATHJAX_DIR = "assets/mathjax"         # where the site serves MathJax from
+MATHJAX_BUNDLE = "tex-chtml.js"  # the standard TeX bundle; other TeX extensions autoload (assets.mathjax_files)
 PLOTS_DIR = "assets/plots"             # notebook images, one file each, named by content
 CACHE_DIR = ".cache/study-site"       # plots re-encoded for the web (gitignored)
 BANK_JSON = "assets/questions.json"    # the bank for the browser: table, progress, mock interview

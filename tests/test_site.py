@@ -38,6 +38,7 @@ import pytest
 from PIL import Image
 
 from solutions.bank import DIFFICULTIES, TOPICS, load_bank
+from site_build.layout import MATHJAX_BUNDLE
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts" / "site"
@@ -366,11 +367,11 @@ def test_mathjax_loads_only_where_there_is_math(site):
     with_math = 0
     for path in site.rglob("*.html"):
         html = path.read_text(encoding="utf-8")
-        loads = "tex-chtml-full.js" in html
+        loads = MATHJAX_BUNDLE in html
         math = 'class="arithmatex"' in html or "mock-interview" in path.parent.name
         assert loads == math, f"{path.relative_to(site)}: math {math}, MathJax {loads}"
         with_math += math
-    assert with_math > 0 and "tex-chtml-full.js" not in read(site, "index.html")
+    assert with_math > 0 and MATHJAX_BUNDLE not in read(site, "index.html")
 
 
 def test_nothing_loads_from_outside_the_site(site):
@@ -380,7 +381,8 @@ def test_nothing_loads_from_outside_the_site(site):
     for path in site.rglob("*.css"):
         remote = re.findall(r"url\(\s*['\"]?((?:https?:)?//[^)'\"]+)", path.read_text(encoding="utf-8"))
         assert not remote, f"{path.relative_to(site)} loads {remote}"
-    assert (site / "assets" / "mathjax" / "tex-chtml-full.js").is_file()
+    assert (site / "assets" / "mathjax" / MATHJAX_BUNDLE).is_file()
+    assert (site / "assets" / "mathjax" / "input" / "tex" / "extensions" / "boldsymbol.js").is_file()  # autoloaded
     assert list((site / "assets" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))
 
 
@@ -590,7 +592,7 @@ class Reader:
 
     def typeset(self):
         """Wait until MathJax has typeset the page (pages without math do not load it)."""
-        if self.page.locator('script[src$="tex-chtml-full.js"]').count() == 0:
+        if self.page.locator(f'script[src$="{MATHJAX_BUNDLE}"]').count() == 0:
             return
         self.page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
         self.page.evaluate("() => MathJax.startup.promise")
