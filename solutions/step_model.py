@@ -170,10 +170,10 @@ def gemm_layer_cost(model: Model, tokens: float, tp: int = 1, weight_dtype: str 
         # A rank holds K and V's projections for its KV heads, so past the KV-head count each is
         # replicated (`_kv_shard`; vLLM's QKVParallelLinear, see capacity._ShardWeights): a rank
         # reads and multiplies 1/num_kv_heads of them, not 1/tp, and writes that share of K and V.
-        extra = 2 * h * kv * (_kv_shard(model, tp) - 1 / tp)
-        flops += 2.0 * tokens * extra
-        weight_bytes += extra * DTYPE_BYTES[weight_dtype]
-        activations += tokens * DTYPE_BYTES[ACTIVATION_DTYPE] * 2 * kv * (_kv_shard(model, tp) - 1 / tp)
+        replicated = 2 * kv * (_kv_shard(model, tp) - 1 / tp)  # K and V widths a rank holds beyond 1/tp
+        flops += 2.0 * tokens * h * replicated
+        weight_bytes += h * replicated * DTYPE_BYTES[weight_dtype]
+        activations += tokens * DTYPE_BYTES[ACTIVATION_DTYPE] * replicated
     return StepCost(flops=flops, weight_bytes=weight_bytes,
                     activation_bytes=activations, tokens=tokens)
 

@@ -205,7 +205,7 @@ class StartupLedger:
 
     def kv_needed(self, max_model_len: int) -> float:
         """KV for one request of max_model_len tokens, rounded up to whole blocks."""
-        return math.ceil(max_model_len / self.block_size) * self.block_size * self.kv_bytes_per_token
+        return math.ceil(max_model_len / self.block_size) * self.block_bytes
 
     def max_model_len_that_fits(self) -> int:
         """The longest request the pool holds, the null block left out: whole blocks, as vLLM's
